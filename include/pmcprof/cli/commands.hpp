@@ -1,0 +1,28 @@
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace pmcprof {
+
+// Entry point of the CLI: parses argv, runs a subcommand, returns the process exit code.
+// UserErrors are caught here and printed as "pmcprof: <what>" (+ "HINT: ...").
+int run_cli(int argc, char** argv);
+
+struct DoctorOptions {
+  bool json = false;
+};
+// `pmcprof doctor`: probes the running kernel and prints each capability.
+int run_doctor_command(const DoctorOptions& opts, std::ostream& out);
+
+struct ListOptions {
+  std::string filter;
+  bool all_pmus = false;  // include PMUs libpfm4 supports but this machine lacks
+  bool json = false;
+  bool names_only = false;  // one name a line, for shell completion
+};
+// `pmcprof list`: what libpfm4 knows.
+int run_list_command(const ListOptions& opts, std::ostream& out);
+
+}  // namespace pmcprof

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pmcprof/report/render.hpp"
+
+namespace pmcprof {
+
+// `pmcprof stat` flags as parsed, before validation against the machine.
+struct StatOptions {
+  std::vector<std::string> events;  // -e, repeatable; joined with ','
+  bool events_given = false;
+  bool all_cpus = false;                     // -a
+  std::optional<std::string> cpu_list;       // -C
+  std::optional<long long> pid;              // -p
+  std::optional<long long> tid;              // -t
+  bool per_cpu = false;                      // -A
+  std::optional<long long> interval_ms;      // -I
+  std::optional<long long> timeout_ms;       // --timeout
+  long long repeat = 1;                      // -r
+  std::optional<std::string> csv_separator;  // -x
+  bool json = false;                         // -j
+  std::optional<std::string> output;         // -o
+  std::vector<std::string> command;          // -- CMD ARGS
+};
+
+// Checks flag combinations that are wrong whatever the machine; throws UserError.
+void validate_stat_options(const StatOptions& opts);
+
+// `pmcprof stat`: returns the exit code.
+int run_stat_command(const StatOptions& opts);
+
+}  // namespace pmcprof

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "pmcprof/counters/scaling.hpp"
+#include "pmcprof/events/event_resolver.hpp"
+#include "pmcprof/util/fd.hpp"
+
+namespace pmcprof {
+
+// Where counters are opened: one per CPU (system-wide), or one per thread.
+struct CounterTarget {
+  enum class Kind { cpus, threads };
+  Kind kind = Kind::cpus;
+  std::vector<int> cpus;        // Kind::cpus: the CPUs to count on
+  std::vector<pid_t> threads;   // Kind::threads: the tids to count (cpu = -1)
+  bool inherit = false;         // also count children created after the counter
+  bool enable_on_exec = false;  // start counting when the target calls exec (workloads)
+
+  static CounterTarget system_wide(std::vector<int> cpus);
+  static CounterTarget tasks(std::vector<pid_t> tids, bool inherit, bool enable_on_exec);
+  bool system_wide_target() const { return kind == Kind::cpus; }
+  std::size_t instance_count() const { return kind == Kind::cpus ? cpus.size() : threads.size(); }
+  int instance_id(std::size_t i) const { return kind == Kind::cpus ? cpus[i] : threads[i]; }
+};
+
+// The counters of one run: every event of every group, opened on every instance (CPU or
+// thread). Groups are opened with the first event that the kernel accepts as leader and
+// read in one read() with PERF_FORMAT_GROUP. Events the kernel refuses are kept, marked
+// unsupported, so the report can say <not supported> while the others count.
+class CounterSet {
+ public:
+  static CounterSet open(const std::vector<ResolvedGroup>& groups, const CounterTarget& target);
+
+  CounterSet(CounterSet&&) = default;
+  CounterSet& operator=(CounterSet&&) = default;
+
+  std::size_t event_count() const { return events_.size(); }
+  const ResolvedEvent& event(std::size_t i) const { return events_[i].event; }
+  bool supported(std::size_t i) const { return events_[i].supported; }
+  // Why the kernel refused an unsupported event (strerror of its errno).
+  const std::string& failure(std::size_t i) const { return events_[i].failure; }
+  const CounterTarget& target() const { return target_; }
+  std::size_t open_fd_count() const;
+  // The counter fd of event i on instance j, -1 if not open. Used to fill BPF maps.
+  int fd(std::size_t event, std::size_t instance) const;
+
+  void enable();
+  void disable();
+
+  // Cumulative counts, [event][instance]. Unsupported events read as all zero.
+  std::vector<std::vector<RawCount>> read() const;
+
+ private:
+  struct Event {
+    ResolvedEvent event;
+    std::size_t group = 0;
+    bool supported = false;
+    std::string failure;
+    std::vector<Fd> fds;             // per instance
+    std::vector<std::uint64_t> ids;  // PERF_EVENT_IOC_ID per instance
+  };
+  struct Group {
+    std::vector<std::size_t> members;      // indexes into events_
+    std::vector<int> leader_per_instance;  // event index of the leader, -1 if none opened
+  };
+
+  CounterSet() = default;
+  void open_group(std::size_t group_index, std::size_t instance);
+  void read_group(const Group& g, std::size_t instance,
+                  std::vector<std::vector<RawCount>>& out) const;
+
+  CounterTarget target_;
+  std::vector<Event> events_;
+  std::vector<Group> groups_;
+};
+
+// perf_event_attr flags every pmcprof counter carries, given its role in a group.
+void prepare_counter_attr(perf_event_attr& attr, bool leader, const CounterTarget& target);
+
+}  // namespace pmcprof

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "pmcprof/report/report.hpp"
+
+namespace pmcprof {
+
+enum class OutputFormat { text, csv, json };
+
+struct RenderOptions {
+  OutputFormat format = OutputFormat::text;
+  std::string csv_separator = ",";
+};
+
+// One data model, three renderers. A renderer may be fed interval reports (-I) and then one
+// final report; it keeps what it needs between calls (text prints its column header once).
+class ReportRenderer {
+ public:
+  virtual ~ReportRenderer() = default;
+  virtual void interval(const CountingReport& report) = 0;
+  virtual void final(const CountingReport& report) = 0;
+};
+
+std::unique_ptr<ReportRenderer> make_renderer(const RenderOptions& opts, std::ostream& out);
+
+// Whole-report helpers (golden tests, -o files).
+std::string render_text(const CountingReport& report);
+std::string render_csv(const CountingReport& report, const std::string& sep = ",");
+std::string render_json(const CountingReport& report);
+
+std::unique_ptr<ReportRenderer> make_text_renderer(std::ostream& out);
+std::unique_ptr<ReportRenderer> make_csv_renderer(std::ostream& out, std::string sep);
+std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out);
+
+}  // namespace pmcprof

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pmcprof {
+
+// Whole file as a string; nullopt when it cannot be opened.
+std::optional<std::string> read_file(const std::string& path);
+
+// CPUs the kernel reports online (/sys/devices/system/cpu/online), e.g. {0,1}.
+std::vector<int> online_cpus();
+// Number of possible CPU ids (highest possible id + 1), the size of per-CPU BPF arrays.
+int possible_cpu_count();
+
+// kernel.perf_event_paranoid, or nullopt when the file is missing.
+std::optional<int> perf_event_paranoid();
+
+// Effective capability check of the calling process (CAP_* number from linux/capability.h).
+bool has_effective_capability(int cap);
+
+bool process_exists(pid_t pid);
+// Thread ids of a process (/proc/PID/task), sorted; empty when the process is gone.
+std::vector<pid_t> process_threads(pid_t pid);
+
+// Raises the soft RLIMIT_NOFILE to at least `needed` (up to the hard limit).
+// Returns the soft limit in force afterwards.
+std::uint64_t raise_nofile_limit(std::uint64_t needed);
+
+// Monotonic clock in nanoseconds.
+std::uint64_t monotonic_ns();
+
+}  // namespace pmcprof

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs every Debian 12 package pmcprof needs to build, test and benchmark.
+# Idempotent: packages already present are left alone, apt-get update runs only when needed.
+set -eu
+PKGS="build-essential cmake pkg-config clang llvm libbpf-dev bpftool libcli11-dev nlohmann-json3-dev \
+libpfm4-dev libelf-dev zlib1g-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,100 @@
+// The command line: CLI11 parses, the subcommands run, errors become one line + HINT.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "pmcprof/cli/commands.hpp"
+#include "pmcprof/cli/stat_options.hpp"
+#include "pmcprof/util/error.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+void add_stat_flags(CLI::App& stat, StatOptions& o) {
+  stat.add_option("-e,--event", o.events,
+                  "Events to count: comma list, {a,b} groups, modifiers (:u :k ...), any name "
+                  "libpfm4 knows, raw rNNNN")
+      ->type_name("EVENTS")
+      ->allow_extra_args(false);
+  stat.add_flag("-a,--all-cpus", o.all_cpus, "Count on every online CPU (system-wide)");
+  stat.add_option("-C,--cpu", o.cpu_list, "Count on these CPUs only, e.g. 0,2-3")
+      ->type_name("LIST");
+  stat.add_option("-p,--pid", o.pid, "Count an existing process (all its threads)")
+      ->type_name("PID");
+  stat.add_option("-t,--tid", o.tid, "Count one existing thread")->type_name("TID");
+  stat.add_flag("-A,--per-cpu,--no-aggr", o.per_cpu, "One line per CPU instead of the sum");
+  stat.add_option("-I,--interval-print", o.interval_ms, "Print deltas every MS milliseconds")
+      ->type_name("MS");
+  stat.add_option("--timeout", o.timeout_ms, "Stop counting after MS milliseconds")
+      ->type_name("MS");
+  stat.add_option("-r,--repeat", o.repeat, "Run the command N times; show mean and stddev")
+      ->type_name("N");
+  stat.add_option("-x,--field-separator", o.csv_separator, "CSV output with separator SEP")
+      ->type_name("SEP");
+  stat.add_flag("-j,--json", o.json, "JSON output (NDJSON with -I)");
+  stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
+      ->type_name("FILE");
+}
+
+// Turns CLI11's parse errors into pmcprof's one-line form.
+int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+  std::cerr << "pmcprof: " << e.what() << "\n";
+  std::cerr << "HINT: see 'pmcprof --help' or 'pmcprof SUBCOMMAND --help'\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"pmcprof: hardware and software counters, system-wide or per function, via eBPF",
+               "pmcprof"};
+  app.set_version_flag("-V,--version", std::string("pmcprof ") + PMCPROF_VERSION);
+  app.require_subcommand(1);
+
+  StatOptions stat_opts;
+  CLI::App* stat = app.add_subcommand("stat", "Count events for a command, tasks or CPUs");
+  add_stat_flags(*stat, stat_opts);
+  // Everything after the first positional (or after --) is the command to run.
+  stat->prefix_command();
+
+  ListOptions list_opts;
+  CLI::App* list = app.add_subcommand("list", "List the events libpfm4 knows");
+  list->add_option("filter", list_opts.filter, "Show only names or descriptions containing this");
+  list->add_flag("--all", list_opts.all_pmus, "Include PMUs that are not present on this machine");
+  list->add_flag("-j,--json", list_opts.json, "JSON output");
+  list->add_flag("--names", list_opts.names_only, "One event name a line (for completion)");
+
+  DoctorOptions doctor_opts;
+  CLI::App* doctor = app.add_subcommand("doctor", "Probe what this kernel allows");
+  doctor->add_flag("-j,--json", doctor_opts.json, "JSON output");
+
+  // The stat command's words reach stat->remaining() only if the top level lets them pass.
+  app.allow_extras();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return report_parse_error(app, e);
+  }
+
+  try {
+    if (stat->parsed()) {
+      stat_opts.events_given = stat->count("--event") > 0;
+      // CLI11 leaves the words after "--" on the parent app, other words on the subcommand.
+      stat_opts.command = stat->remaining();
+      if (stat_opts.command.empty()) stat_opts.command = app.remaining();
+      if (!stat_opts.command.empty() && stat_opts.command.front() == "--")
+        stat_opts.command.erase(stat_opts.command.begin());
+      return run_stat_command(stat_opts);
+    }
+    if (list->parsed()) return run_list_command(list_opts, std::cout);
+    if (doctor->parsed()) return run_doctor_command(doctor_opts, std::cout);
+  } catch (const UserError& e) {
+    std::cerr << "pmcprof: " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "HINT: " << e.hint() << "\n";
+    return e.exit_code();
+  }
+  return kExitUsage;
+}
+
+}  // namespace pmcprof

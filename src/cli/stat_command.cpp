@@ -1,0 +1,144 @@
+#include <fstream>
+#include <iostream>
+
+#include "pmcprof/cli/stat_options.hpp"
+#include "pmcprof/counters/cpu_list.hpp"
+#include "pmcprof/report/aggregate.hpp"
+#include "pmcprof/run/counting_run.hpp"
+#include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
+#include "pmcprof/util/system.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+constexpr long long kMinIntervalMs = 10;
+
+// Where the report goes: stderr like perf stat, a file with -o FILE, stdout with -o -.
+class ReportSink {
+ public:
+  explicit ReportSink(const std::optional<std::string>& path) {
+    if (!path) return;
+    if (*path == "-") {
+      stream_ = &std::cout;
+      return;
+    }
+    file_.open(*path, std::ios::out | std::ios::trunc);
+    if (!file_)
+      throw UserError("cannot write the report to '" + *path + "': " + errno_string(errno),
+                      "check that the directory exists and is writable");
+    stream_ = &file_;
+  }
+  std::ostream& stream() { return *stream_; }
+
+ private:
+  std::ofstream file_;
+  std::ostream* stream_ = &std::cerr;
+};
+
+CountingPlan make_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
+  CountingPlan plan;
+  plan.groups = std::move(groups);
+  plan.command = opts.command;
+  plan.per_cpu = opts.per_cpu;
+  if (opts.interval_ms) plan.interval_ms = static_cast<std::uint64_t>(*opts.interval_ms);
+  if (opts.timeout_ms) plan.timeout_ms = static_cast<std::uint64_t>(*opts.timeout_ms);
+  if (opts.pid) plan.pid = static_cast<pid_t>(*opts.pid);
+  if (opts.tid) plan.tid = static_cast<pid_t>(*opts.tid);
+  if (opts.all_cpus || opts.cpu_list) {
+    plan.system_wide = true;
+    auto online = online_cpus();
+    if (opts.cpu_list) {
+      plan.cpus = parse_cpu_list(*opts.cpu_list);
+      check_cpus_online(plan.cpus, online);
+      plan.cpus_explicit = true;
+    } else {
+      plan.cpus = online;
+    }
+  }
+  if (plan.pid && !process_exists(*plan.pid))
+    throw UserError("no process with PID " + std::to_string(*plan.pid),
+                    "check the PID with ps; it may have exited");
+  if (plan.tid && !process_exists(*plan.tid))
+    throw UserError("no thread with TID " + std::to_string(*plan.tid),
+                    "check the TID with ps -L; it may have exited");
+  return plan;
+}
+
+RenderOptions render_options(const StatOptions& opts) {
+  RenderOptions r;
+  if (opts.json)
+    r.format = OutputFormat::json;
+  else if (opts.csv_separator) {
+    r.format = OutputFormat::csv;
+    r.csv_separator = *opts.csv_separator;
+  }
+  return r;
+}
+
+}  // namespace
+
+void validate_stat_options(const StatOptions& opts) {
+  const std::string hint = "see 'pmcprof stat --help'";
+  if (opts.events_given) {
+    bool any = false;
+    for (const auto& e : opts.events) any |= !trim(e).empty();
+    if (!any)
+      throw UserError("empty event list given to -e", "name events like -e task-clock,cycles");
+  }
+  if (opts.interval_ms && *opts.interval_ms < kMinIntervalMs)
+    throw UserError("invalid -I " + std::to_string(*opts.interval_ms) +
+                        ": the interval must be at least " + std::to_string(kMinIntervalMs) + " ms",
+                    "e.g. -I 1000 prints every second");
+  if (opts.timeout_ms && *opts.timeout_ms <= 0)
+    throw UserError("invalid --timeout " + std::to_string(*opts.timeout_ms) +
+                        ": it must be a positive number of milliseconds",
+                    hint);
+  if (opts.repeat < 1)
+    throw UserError("invalid -r " + std::to_string(opts.repeat) + ": at least 1", hint);
+  if (opts.repeat > 1 && opts.command.empty())
+    throw UserError("-r needs a command to repeat", "pmcprof stat -r 5 -- CMD");
+  if (opts.repeat > 1 && opts.interval_ms) throw UserError("-r and -I cannot be combined", hint);
+  if (opts.pid && *opts.pid <= 0)
+    throw UserError("invalid -p " + std::to_string(*opts.pid) + ": not a PID", hint);
+  if (opts.tid && *opts.tid <= 0)
+    throw UserError("invalid -t " + std::to_string(*opts.tid) + ": not a TID", hint);
+  const bool cpus = opts.all_cpus || opts.cpu_list;
+  if ((opts.pid || opts.tid) && cpus)
+    throw UserError("-p/-t count a task; they cannot be combined with -a/-C", hint);
+  if (opts.pid && opts.tid) throw UserError("give either -p or -t, not both", hint);
+  if ((opts.pid || opts.tid) && !opts.command.empty())
+    throw UserError("-p/-t attach to a running task; they cannot be combined with a command", hint);
+  if (opts.per_cpu && !cpus)
+    throw UserError("-A/--per-cpu needs system-wide counting (-a or -C)", "add -a");
+  if (!cpus && !opts.pid && !opts.tid && opts.command.empty())
+    throw UserError("nothing to count: give a command, -a, -C, -p or -t",
+                    "e.g. pmcprof stat -a -- sleep 1");
+  if (opts.json && opts.csv_separator) throw UserError("-j and -x cannot be combined", hint);
+  if (opts.csv_separator && opts.csv_separator->empty())
+    throw UserError("-x needs a separator, e.g. -x ,", hint);
+}
+
+int run_stat_command(const StatOptions& opts) {
+  validate_stat_options(opts);
+  PfmLibrary pfm;
+  EventResolver resolver(pfm);
+  auto specs = opts.events_given ? parse_event_list(join(opts.events, ",")) : default_events();
+  CountingPlan plan = make_plan(opts, resolver.resolve(specs));
+
+  ReportSink sink(opts.output);
+  auto renderer = make_renderer(render_options(opts), sink.stream());
+  std::vector<CountingReport> runs;
+  int exit_code = 0;
+  for (long long i = 0; i < opts.repeat; ++i) {
+    CountingOutcome outcome = run_counting(plan, renderer.get());
+    exit_code = outcome.exit_code;
+    runs.push_back(std::move(outcome.report));
+    if (runs.back().interrupted) break;
+  }
+  renderer->final(runs.size() == 1 ? runs.front() : combine_runs(runs));
+  return exit_code;
+}
+
+}  // namespace pmcprof

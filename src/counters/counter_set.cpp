@@ -1,0 +1,182 @@
+#include "pmcprof/counters/counter_set.hpp"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "pmcprof/counters/perf_event.hpp"
+#include "pmcprof/util/error.hpp"
+#include "pmcprof/util/system.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+constexpr std::uint64_t kReadFormat = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                                      PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID |
+                                      PERF_FORMAT_GROUP;
+
+// Layout of a PERF_FORMAT_GROUP read with both times and ids.
+struct GroupReadHeader {
+  std::uint64_t nr;
+  std::uint64_t time_enabled;
+  std::uint64_t time_running;
+};
+struct GroupReadValue {
+  std::uint64_t value;
+  std::uint64_t id;
+};
+
+}  // namespace
+
+CounterTarget CounterTarget::system_wide(std::vector<int> cpus) {
+  CounterTarget t;
+  t.kind = Kind::cpus;
+  t.cpus = std::move(cpus);
+  return t;
+}
+
+CounterTarget CounterTarget::tasks(std::vector<pid_t> tids, bool inherit, bool enable_on_exec) {
+  CounterTarget t;
+  t.kind = Kind::threads;
+  t.threads = std::move(tids);
+  t.inherit = inherit;
+  t.enable_on_exec = enable_on_exec;
+  return t;
+}
+
+void prepare_counter_attr(perf_event_attr& attr, bool leader, const CounterTarget& target) {
+  attr.size = sizeof(attr);
+  attr.read_format = kReadFormat;
+  // Leaders start disabled and are enabled together (or at exec); members follow their leader.
+  attr.disabled = leader ? 1 : 0;
+  attr.inherit = target.inherit ? 1 : 0;
+  attr.enable_on_exec = (leader && target.enable_on_exec) ? 1 : 0;
+  attr.sample_period = 0;
+  attr.sample_type = 0;
+}
+
+CounterSet CounterSet::open(const std::vector<ResolvedGroup>& groups, const CounterTarget& target) {
+  CounterSet set;
+  set.target_ = target;
+  const std::size_t instances = target.instance_count();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    Group group;
+    for (const auto& ev : groups[g].events) {
+      group.members.push_back(set.events_.size());
+      Event e;
+      e.event = ev;
+      e.group = g;
+      e.fds.resize(instances);
+      e.ids.resize(instances);
+      set.events_.push_back(std::move(e));
+    }
+    group.leader_per_instance.assign(instances, -1);
+    set.groups_.push_back(std::move(group));
+  }
+  // Ask for enough fds up front; EMFILE half-way through would leave a partial set.
+  const std::uint64_t needed = set.events_.size() * instances + 64;
+  raise_nofile_limit(needed);
+  for (std::size_t g = 0; g < set.groups_.size(); ++g)
+    for (std::size_t i = 0; i < instances; ++i) set.open_group(g, i);
+  return set;
+}
+
+void CounterSet::open_group(std::size_t group_index, std::size_t instance) {
+  Group& group = groups_[group_index];
+  const bool per_cpu = target_.kind == CounterTarget::Kind::cpus;
+  const int cpu = per_cpu ? target_.cpus[instance] : -1;
+  const pid_t pid = per_cpu ? -1 : target_.threads[instance];
+  for (std::size_t idx : group.members) {
+    Event& e = events_[idx];
+    const int leader = group.leader_per_instance[instance];
+    perf_event_attr attr = e.event.attr;
+    prepare_counter_attr(attr, leader < 0, target_);
+    const int group_fd = leader < 0 ? -1 : events_[leader].fds[instance].get();
+    int fd = sys_perf_event_open(attr, pid, cpu, group_fd, 0);
+    if (fd >= 0) {
+      e.fds[instance].reset(fd);
+      e.supported = true;
+      if (ioctl(fd, PERF_EVENT_IOC_ID, &e.ids[instance]) != 0) e.ids[instance] = 0;
+      if (leader < 0) group.leader_per_instance[instance] = static_cast<int>(idx);
+      continue;
+    }
+    const int err = -fd;
+    const std::string& name = e.event.display_name();
+    switch (classify_open_errno(err)) {
+      case OpenFailure::not_supported:
+      case OpenFailure::busy:
+      case OpenFailure::other:
+        if (e.failure.empty()) e.failure = errno_string(err);
+        break;
+      case OpenFailure::permission:
+        throw UserError(explain_permission_denied(name, per_cpu, err),
+                        "run as root, or grant CAP_PERFMON: setcap cap_perfmon,cap_bpf+ep pmcprof",
+                        kExitFailure);
+      case OpenFailure::too_many_files:
+        throw UserError("out of file descriptors opening '" + name + "': this run needs " +
+                            std::to_string(events_.size() * target_.instance_count() + 64) +
+                            " (events x " + (per_cpu ? "CPUs" : "threads") + " + 64)",
+                        "raise the limit: ulimit -n " +
+                            std::to_string(events_.size() * target_.instance_count() + 64),
+                        kExitFailure);
+      case OpenFailure::no_such_process:
+        throw UserError("thread " + std::to_string(pid) + " exited before counting started", {},
+                        kExitFailure);
+    }
+  }
+}
+
+std::size_t CounterSet::open_fd_count() const {
+  std::size_t n = 0;
+  for (const auto& e : events_)
+    for (const auto& fd : e.fds) n += fd.valid();
+  return n;
+}
+
+int CounterSet::fd(std::size_t event, std::size_t instance) const {
+  return events_[event].fds[instance].get();
+}
+
+void CounterSet::enable() {
+  for (const auto& g : groups_)
+    for (std::size_t i = 0; i < g.leader_per_instance.size(); ++i)
+      if (int l = g.leader_per_instance[i]; l >= 0)
+        ioctl(events_[l].fds[i].get(), PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
+}
+
+void CounterSet::disable() {
+  for (const auto& g : groups_)
+    for (std::size_t i = 0; i < g.leader_per_instance.size(); ++i)
+      if (int l = g.leader_per_instance[i]; l >= 0)
+        ioctl(events_[l].fds[i].get(), PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+}
+
+void CounterSet::read_group(const Group& g, std::size_t instance,
+                            std::vector<std::vector<RawCount>>& out) const {
+  const int leader = g.leader_per_instance[instance];
+  if (leader < 0) return;
+  std::vector<std::uint64_t> buf(3 + 2 * g.members.size());
+  ssize_t n =
+      ::read(events_[leader].fds[instance].get(), buf.data(), buf.size() * sizeof(std::uint64_t));
+  if (n < static_cast<ssize_t>(sizeof(GroupReadHeader))) return;
+  const auto* hdr = reinterpret_cast<const GroupReadHeader*>(buf.data());
+  const auto* vals = reinterpret_cast<const GroupReadValue*>(buf.data() + 3);
+  for (std::uint64_t k = 0; k < hdr->nr && k < g.members.size(); ++k) {
+    for (std::size_t idx : g.members) {
+      if (!events_[idx].fds[instance].valid() || events_[idx].ids[instance] != vals[k].id) continue;
+      out[idx][instance] = {vals[k].value, hdr->time_enabled, hdr->time_running};
+    }
+  }
+}
+
+std::vector<std::vector<RawCount>> CounterSet::read() const {
+  std::vector<std::vector<RawCount>> out(events_.size(),
+                                         std::vector<RawCount>(target_.instance_count()));
+  for (const auto& g : groups_)
+    for (std::size_t i = 0; i < target_.instance_count(); ++i) read_group(g, i, out);
+  return out;
+}
+
+}  // namespace pmcprof

@@ -1,0 +1,82 @@
+#include "pmcprof/doctor/tracefs.hpp"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
+#include "pmcprof/util/system.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+constexpr const char* kDefaultTracefs = "/sys/kernel/tracing";
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// tracefs exposes "events/" at its top; a bare mount point directory does not. Leaves errno
+// from stat(2) on failure.
+bool looks_like_tracefs(const std::string& dir) {
+  return is_directory(dir + "/events");
+}
+
+}  // namespace
+
+std::optional<std::string> find_tracefs(const std::vector<MountEntry>& mounts) {
+  const MountEntry* tracefs = nullptr;
+  for (const auto& m : mounts) {
+    if (m.fs_type != "tracefs") continue;
+    if (!tracefs || m.mount_point == kDefaultTracefs) tracefs = &m;
+  }
+  if (tracefs) return tracefs->mount_point;
+  for (const auto& m : mounts) {
+    if (m.fs_type == "debugfs") return m.mount_point + "/tracing";
+  }
+  return std::nullopt;
+}
+
+std::string ensure_tracefs_mounted() {
+  if (auto dir = find_tracefs(read_self_mountinfo())) {
+    if (looks_like_tracefs(*dir)) return *dir;
+    // Mounted but closed to us (tracefs is mode 0700): mounting again would not help.
+    if (errno == EACCES || errno == EPERM) {
+      throw UserError("cannot read tracefs at " + *dir + ": " + std::strerror(errno), "run as root",
+                      kExitFailure);
+    }
+  }
+
+  if (::mount("nodev", kDefaultTracefs, "tracefs", 0, nullptr) != 0) {
+    const int err = errno;
+    std::string hint = err == EPERM || err == EACCES
+                           ? "run as root, or mount it: mount -t tracefs nodev /sys/kernel/tracing"
+                       : err == ENODEV
+                           ? "this kernel was built without tracefs (CONFIG_TRACING)"
+                           : "mount it by hand: mount -t tracefs nodev /sys/kernel/tracing";
+    throw UserError(std::string("tracefs is not mounted and mounting it at ") + kDefaultTracefs +
+                        " failed: " + std::strerror(err),
+                    std::move(hint), kExitFailure);
+  }
+  if (!looks_like_tracefs(kDefaultTracefs)) {
+    throw UserError(std::string("mounted tracefs at ") + kDefaultTracefs + " but it has no events/",
+                    "check `mount | grep tracefs`", kExitFailure);
+  }
+  return kDefaultTracefs;
+}
+
+std::optional<std::uint64_t> read_tracepoint_id(const std::string& tracefs,
+                                                std::string_view category, std::string_view name) {
+  auto text =
+      read_file(tracefs + "/events/" + std::string(category) + "/" + std::string(name) + "/id");
+  unsigned long long id = 0;
+  if (!text || !parse_u64(trim(*text), id)) return std::nullopt;
+  return id;
+}
+
+}  // namespace pmcprof

@@ -1,0 +1,182 @@
+#include "pmcprof/events/event_spec.hpp"
+
+#include <cctype>
+
+#include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+constexpr const char* kEventHint = "write events as -e a,b,{c,d}:u ('pmcprof list' shows names)";
+
+bool looks_like_modifiers(std::string_view seg) {
+  if (seg.empty()) return false;
+  bool has_lower = false;
+  for (char c : seg) {
+    if (!std::isalpha(static_cast<unsigned char>(c))) return false;
+    if (std::islower(static_cast<unsigned char>(c))) has_lower = true;
+  }
+  return has_lower;
+}
+
+EventModifiers parse_modifiers(std::string_view mods, std::string_view token) {
+  EventModifiers m;
+  m.text = std::string(mods);
+  for (char c : mods) {
+    switch (c) {
+      case 'u':
+        m.user = true;
+        break;
+      case 'k':
+        m.kernel = true;
+        break;
+      case 'h':
+        m.hypervisor = true;
+        break;
+      case 'G':
+        m.guest_only = true;
+        break;
+      case 'H':
+        m.host_only = true;
+        break;
+      case 'D':
+        m.pinned = true;
+        break;
+      case 'I':
+        m.exclude_idle = true;
+        break;
+      case 'p':
+        if (++m.precise > 3)
+          throw UserError("too many 'p' modifiers in '" + std::string(token) + "' (at most ppp)",
+                          kEventHint);
+        break;
+      default:
+        throw UserError("unknown modifier '" + std::string(1, c) + "' in event '" +
+                            std::string(token) + "' (valid: " + std::string(kModifierLetters) + ")",
+                        kEventHint);
+    }
+  }
+  return m;
+}
+
+void merge_modifiers(EventSpec& ev, const EventModifiers& group_mods) {
+  if (group_mods.empty()) return;
+  EventModifiers& m = ev.modifiers;
+  m.user |= group_mods.user;
+  m.kernel |= group_mods.kernel;
+  m.hypervisor |= group_mods.hypervisor;
+  m.guest_only |= group_mods.guest_only;
+  m.host_only |= group_mods.host_only;
+  m.pinned |= group_mods.pinned;
+  m.exclude_idle |= group_mods.exclude_idle;
+  m.precise = std::max(m.precise, group_mods.precise);
+  m.text += group_mods.text;
+  ev.text = ev.name + ":" + m.text;
+}
+
+// Splits at commas that are not inside braces; validates brace balance.
+std::vector<std::string> split_top_level(std::string_view text) {
+  std::vector<std::string> items;
+  std::string cur;
+  int depth = 0;
+  for (char c : text) {
+    if (c == '{') {
+      if (depth > 0)
+        throw UserError("nested groups are not allowed in '" + std::string(text) + "'", kEventHint);
+      ++depth;
+    } else if (c == '}') {
+      if (depth == 0)
+        throw UserError("unbalanced '}' in event list '" + std::string(text) + "'", kEventHint);
+      --depth;
+    }
+    if (c == ',' && depth == 0) {
+      items.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (depth != 0)
+    throw UserError("unterminated group in event list '" + std::string(text) + "': missing '}'",
+                    kEventHint);
+  items.push_back(cur);
+  return items;
+}
+
+EventGroupSpec parse_group(std::string_view item, std::string_view whole) {
+  auto close = item.rfind('}');
+  std::string_view inner = item.substr(1, close - 1);
+  std::string_view after = item.substr(close + 1);
+  EventModifiers group_mods;
+  if (!after.empty()) {
+    if (after.front() != ':' || after.size() == 1)
+      throw UserError(
+          "unexpected '" + std::string(after) + "' after group in '" + std::string(whole) + "'",
+          kEventHint);
+    group_mods = parse_modifiers(after.substr(1), item);
+  }
+  if (trim(inner).empty())
+    throw UserError("empty group '{}' in event list '" + std::string(whole) + "'", kEventHint);
+  EventGroupSpec group;
+  group.grouped = true;
+  for (const auto& tok : split(inner, ',')) {
+    if (trim(tok).empty())
+      throw UserError("empty event name in group '" + std::string(item) + "'", kEventHint);
+    EventSpec ev = parse_event(trim(tok));
+    merge_modifiers(ev, group_mods);
+    group.events.push_back(std::move(ev));
+  }
+  return group;
+}
+
+}  // namespace
+
+EventSpec parse_event(std::string_view token) {
+  token = trim(token);
+  EventSpec ev;
+  ev.text = std::string(token);
+  if (token.empty()) throw UserError("empty event name", kEventHint);
+  if (token.find_first_of("{} \t") != std::string_view::npos)
+    throw UserError("invalid character in event name '" + std::string(token) + "'", kEventHint);
+  auto colon = token.rfind(':');
+  if (colon != std::string_view::npos && colon + 1 < token.size() &&
+      (colon == 0 || token[colon - 1] != ':') && looks_like_modifiers(token.substr(colon + 1))) {
+    ev.name = std::string(token.substr(0, colon));
+    ev.modifiers = parse_modifiers(token.substr(colon + 1), token);
+  } else {
+    ev.name = std::string(token);
+  }
+  if (ev.name.empty() || ev.name.back() == ':')
+    throw UserError("missing event name in '" + std::string(token) + "'", kEventHint);
+  return ev;
+}
+
+std::vector<EventGroupSpec> parse_event_list(std::string_view text) {
+  if (trim(text).empty()) throw UserError("empty event list given to -e", kEventHint);
+  std::vector<EventGroupSpec> groups;
+  for (const auto& raw : split_top_level(text)) {
+    std::string_view item = trim(raw);
+    if (item.empty())
+      throw UserError("empty event name in event list '" + std::string(text) + "'", kEventHint);
+    if (item.front() == '{') {
+      groups.push_back(parse_group(item, text));
+      continue;
+    }
+    if (item.find('}') != std::string_view::npos)
+      throw UserError("unbalanced '}' in event list '" + std::string(text) + "'", kEventHint);
+    EventGroupSpec single;
+    single.events.push_back(parse_event(item));
+    groups.push_back(std::move(single));
+  }
+  return groups;
+}
+
+std::vector<EventGroupSpec> default_events() {
+  return parse_event_list(
+      "task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,"
+      "branch-misses");
+}
+
+}  // namespace pmcprof

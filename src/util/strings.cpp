@@ -1,0 +1,100 @@
+#include "pmcprof/util/strings.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+
+#include "pmcprof/util/error.hpp"
+
+namespace pmcprof {
+
+std::string errno_string(int err) {
+  return std::strerror(err);
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.emplace_back(s.substr(start));
+      return out;
+    }
+    out.emplace_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a_in, std::string_view b_in) {
+  const std::string a = to_lower(a_in), b = to_lower(b_in);
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t subst = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::vector<std::string> closest_matches(std::string_view word,
+                                         const std::vector<std::string>& candidates,
+                                         std::size_t max) {
+  const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+  const std::string lw = to_lower(word);
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto& c : candidates) {
+    std::size_t d = edit_distance(word, c);
+    const std::string lc = to_lower(c);
+    bool prefix = lw.size() >= 3 && starts_with(lc, lw);
+    if (d <= limit || prefix) scored.emplace_back(prefix ? std::min(d, limit) : d, c);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> out;
+  for (const auto& [d, c] : scored) {
+    if (std::find(out.begin(), out.end(), c) != out.end()) continue;
+    out.push_back(c);
+    if (out.size() == max) break;
+  }
+  return out;
+}
+
+bool parse_u64(std::string_view s, unsigned long long& out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 10);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace pmcprof

@@ -1,0 +1,109 @@
+#include "pmcprof/util/system.hpp"
+
+#include <dirent.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "pmcprof/counters/cpu_list.hpp"
+#include "pmcprof/util/strings.hpp"
+
+namespace pmcprof {
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<int> online_cpus() {
+  auto text = read_file("/sys/devices/system/cpu/online");
+  if (text) {
+    try {
+      return parse_cpu_list(trim(*text));
+    } catch (...) {
+    }
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  std::vector<int> cpus;
+  for (int i = 0; i < n; ++i) cpus.push_back(i);
+  return cpus;
+}
+
+int possible_cpu_count() {
+  auto text = read_file("/sys/devices/system/cpu/possible");
+  if (text) {
+    try {
+      auto cpus = parse_cpu_list(trim(*text));
+      if (!cpus.empty()) return cpus.back() + 1;
+    } catch (...) {
+    }
+  }
+  return static_cast<int>(sysconf(_SC_NPROCESSORS_CONF));
+}
+
+std::optional<int> perf_event_paranoid() {
+  auto text = read_file("/proc/sys/kernel/perf_event_paranoid");
+  if (!text) return std::nullopt;
+  try {
+    return std::stoi(std::string(trim(*text)));
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+bool has_effective_capability(int cap) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  const int word = cap / 32, bit = cap % 32;
+  if (word >= _LINUX_CAPABILITY_U32S_3) return false;
+  return (data[word].effective >> bit) & 1u;
+}
+
+bool process_exists(pid_t pid) {
+  if (pid <= 0) return false;
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+std::vector<pid_t> process_threads(pid_t pid) {
+  std::vector<pid_t> tids;
+  std::string path = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = opendir(path.c_str());
+  if (!dir) return tids;
+  while (dirent* ent = readdir(dir)) {
+    unsigned long long tid;
+    if (parse_u64(ent->d_name, tid)) tids.push_back(static_cast<pid_t>(tid));
+  }
+  closedir(dir);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+std::uint64_t raise_nofile_limit(std::uint64_t needed) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;
+  if (lim.rlim_cur >= needed) return lim.rlim_cur;
+  rlimit want = lim;
+  want.rlim_cur = (lim.rlim_max == RLIM_INFINITY) ? needed : std::min<rlim_t>(needed, lim.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &want) == 0) return want.rlim_cur;
+  return lim.rlim_cur;
+}
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+}  // namespace pmcprof
