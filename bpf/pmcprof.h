@@ -1,4 +1,4 @@
-/* Shared between the BPF programs (bpf/*.bpf.c) and the user-space loader.
+/* Shared between the BPF programs (bpf/NAME.bpf.c) and the user-space loader.
  * Plain C, fixed-width types only: this header is compiled by clang -target bpf and by g++. */
 #pragma once
 
