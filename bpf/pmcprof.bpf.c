@@ -31,6 +31,7 @@ const volatile __u32 agg_mode = PMCPROF_AGG_STREAM;
 const volatile bool follow_tgids = false;  /* count only tgids in `tracked` (and their forks) */
 const volatile bool sched_hook = true;     /* suspend/resume in-flight calls at sched_switch */
 const volatile bool agg_by_cgroup = false; /* kernel aggregation keyed by cgroup too */
+const volatile __u32 fentry_func_id = 0;   /* fentry/fexit: the one function they attach to */
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -358,6 +359,14 @@ int syscall_entry(void *ctx) { return on_entry(ctx, (__u32)bpf_get_attach_cookie
 
 SEC("tracepoint")
 int syscall_exit(void *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+
+/* fentry/fexit carry no cookie on older kernels: one target per load, id from rodata.
+ * Not loaded unless the fentry backend is chosen (autoload off by default). */
+SEC("fentry")
+int BPF_PROG(func_fentry) { return on_entry(ctx, fentry_func_id); }
+
+SEC("fexit")
+int BPF_PROG(func_fexit) { return on_exit(ctx, fentry_func_id); }
 
 /* ---- scheduler: suspend / resume in-flight calls, follow forks, forget exited threads ---- */
 

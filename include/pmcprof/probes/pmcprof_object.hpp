@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pmcprof/counters/counter_set.hpp"
+
+struct pmcprof_bpf;
+struct bpf_link;
+
+namespace pmcprof {
+
+// Owns a loaded pmcprof BPF skeleton (bpf/pmcprof.bpf.c); destroying it unloads everything.
+struct PmcprofBpfDeleter {
+  void operator()(pmcprof_bpf* skel) const;
+};
+using PmcprofBpf = std::unique_ptr<pmcprof_bpf, PmcprofBpfDeleter>;
+
+// Owns one attachment; destroying it detaches.
+struct BpfLinkDeleter {
+  void operator()(bpf_link* link) const;
+};
+using BpfLink = std::unique_ptr<bpf_link, BpfLinkDeleter>;
+
+// How the BPF side is configured (rodata) and sized (max_entries) before load.
+struct BpfConfig {
+  std::uint32_t agg_mode = 0;  // PMCPROF_AGG_* bits
+  bool follow_tgids = false;   // count only tracked processes and their descendants
+  bool sched_hook = true;      // suspend/resume in-flight calls at sched_switch
+  bool agg_by_cgroup = false;
+  std::optional<std::string> fentry_target;  // load fentry/fexit for this kernel function
+  std::uint32_t fentry_func_id = 0;
+};
+
+// The loaded BPF object with the counter fds of every (supported) event in its `counters`
+// PERF_EVENT_ARRAY at slot = event * n_cpus + cpu. Only events the kernel accepted get a
+// BPF index (bpf_event_index), so BPF never reads an empty slot for an unsupported event.
+class PmcprofObject {
+ public:
+  static PmcprofObject load(const CounterSet& counters, const BpfConfig& config);
+
+  pmcprof_bpf* skel() const { return skel_.get(); }
+  std::size_t bpf_event_count() const { return bpf_events_.size(); }
+  // Index in the CounterSet of the BPF event i.
+  std::size_t counter_event(std::size_t bpf_index) const { return bpf_events_[bpf_index]; }
+  int cpu_slots() const { return n_cpus_; }
+
+ private:
+  PmcprofBpf skel_;
+  std::vector<std::size_t> bpf_events_;
+  int n_cpus_ = 0;
+};
+
+// Silences libbpf's own stderr chatter for the lifetime of the object (pmcprof explains
+// failures itself in one line), unless verbose.
+class LibbpfQuiet {
+ public:
+  explicit LibbpfQuiet(bool verbose = false);
+  ~LibbpfQuiet();
+  LibbpfQuiet(const LibbpfQuiet&) = delete;
+  LibbpfQuiet& operator=(const LibbpfQuiet&) = delete;
+
+ private:
+  void* previous_ = nullptr;
+};
+
+}  // namespace pmcprof

@@ -1,0 +1,96 @@
+#include "pmcprof/probes/pmcprof_object.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+
+#include "pmcprof.h"
+#include "pmcprof.skel.h"
+#include "pmcprof/util/error.hpp"
+#include "pmcprof/util/system.hpp"
+
+namespace pmcprof {
+
+void PmcprofBpfDeleter::operator()(pmcprof_bpf* skel) const {
+  pmcprof_bpf__destroy(skel);
+}
+void BpfLinkDeleter::operator()(bpf_link* link) const {
+  bpf_link__destroy(link);
+}
+
+namespace {
+
+int quiet_print(enum libbpf_print_level, const char*, va_list) {
+  return 0;
+}
+
+}  // namespace
+
+LibbpfQuiet::LibbpfQuiet(bool verbose) {
+  // libbpf_set_print returns the previous printer; put it straight back when verbose.
+  previous_ = reinterpret_cast<void*>(libbpf_set_print(quiet_print));
+  if (verbose) libbpf_set_print(reinterpret_cast<libbpf_print_fn_t>(previous_));
+}
+
+LibbpfQuiet::~LibbpfQuiet() {
+  libbpf_set_print(reinterpret_cast<libbpf_print_fn_t>(previous_));
+}
+
+PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& config) {
+  const CounterTarget& target = counters.target();
+  if (!target.system_wide_target())
+    throw SystemError("the BPF counter array needs per-CPU counters (system-wide)");
+  PmcprofObject obj;
+  for (std::size_t e = 0; e < counters.event_count(); ++e)
+    if (counters.supported(e)) obj.bpf_events_.push_back(e);
+  if (obj.bpf_events_.size() > PMCPROF_MAX_EVENTS)
+    throw UserError("at most " + std::to_string(PMCPROF_MAX_EVENTS) +
+                        " events can be read from BPF in one run, got " +
+                        std::to_string(obj.bpf_events_.size()),
+                    "split the events over several runs");
+  obj.n_cpus_ = possible_cpu_count();
+
+  obj.skel_.reset(pmcprof_bpf__open());
+  if (!obj.skel_) throw SystemError("cannot open the pmcprof BPF object: " + errno_string(errno));
+  auto* skel = obj.skel_.get();
+  skel->rodata->n_events = static_cast<__u32>(obj.bpf_events_.size());
+  skel->rodata->n_cpus = static_cast<__u32>(obj.n_cpus_);
+  skel->rodata->agg_mode = config.agg_mode;
+  skel->rodata->follow_tgids = config.follow_tgids;
+  skel->rodata->sched_hook = config.sched_hook;
+  skel->rodata->agg_by_cgroup = config.agg_by_cgroup;
+  skel->rodata->fentry_func_id = config.fentry_func_id;
+  const __u32 slots =
+      static_cast<__u32>(std::max<std::size_t>(1, obj.bpf_events_.size()) * obj.n_cpus_);
+  bpf_map__set_max_entries(skel->maps.counters, slots);
+  bpf_map__set_max_entries(skel->maps.records, static_cast<__u32>(obj.n_cpus_));
+  // fentry/fexit need their target at load time, and this kernel may refuse them: load them
+  // only for the fentry backend.
+  const bool fentry = config.fentry_target.has_value();
+  bpf_program__set_autoload(skel->progs.func_fentry, fentry);
+  bpf_program__set_autoload(skel->progs.func_fexit, fentry);
+  if (fentry) {
+    bpf_program__set_attach_target(skel->progs.func_fentry, 0, config.fentry_target->c_str());
+    bpf_program__set_attach_target(skel->progs.func_fexit, 0, config.fentry_target->c_str());
+  }
+  if (int err = pmcprof_bpf__load(skel); err)
+    throw SystemError("cannot load the pmcprof BPF programs: " + errno_string(-err),
+                      "'pmcprof doctor' shows what this kernel allows");
+
+  const int map_fd = bpf_map__fd(skel->maps.counters);
+  for (std::size_t b = 0; b < obj.bpf_events_.size(); ++b) {
+    for (std::size_t i = 0; i < target.instance_count(); ++i) {
+      const int fd = counters.fd(obj.bpf_events_[b], i);
+      if (fd < 0) continue;
+      const __u32 slot = static_cast<__u32>(b * obj.n_cpus_ + target.instance_id(i));
+      const __u32 value = static_cast<__u32>(fd);
+      if (bpf_map_update_elem(map_fd, &slot, &value, BPF_ANY) != 0)
+        throw SystemError("cannot put a counter fd into the BPF counter array: " +
+                          errno_string(errno));
+    }
+  }
+  return obj;
+}
+
+}  // namespace pmcprof

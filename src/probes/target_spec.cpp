@@ -1,0 +1,149 @@
+#include "pmcprof/probes/target_spec.hpp"
+
+#include <cctype>
+
+#include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+constexpr const char* kFuncHint =
+    "use --func NAME (kernel), --func syscall:NAME, or --func /path/to/binary:SYMBOL";
+
+bool valid_identifier(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (!std::isalnum(u) && c != '_' && c != '.' && c != '$' && c != '@') return false;
+  }
+  return true;
+}
+
+std::string_view strip_prefix(std::string_view s, std::string_view prefix) {
+  return starts_with(s, prefix) ? s.substr(prefix.size()) : std::string_view{};
+}
+
+}  // namespace
+
+const char* to_string(FuncTarget::Kind kind) {
+  switch (kind) {
+    case FuncTarget::Kind::kernel:
+      return "kernel";
+    case FuncTarget::Kind::user:
+      return "user";
+    case FuncTarget::Kind::syscall:
+      return "syscall";
+  }
+  return "?";
+}
+
+const char* to_string(ProbeBackend b) {
+  switch (b) {
+    case ProbeBackend::fentry:
+      return "fentry";
+    case ProbeBackend::kprobe:
+      return "kprobe";
+    case ProbeBackend::uprobe:
+      return "uprobe";
+    case ProbeBackend::tracepoint:
+      return "tracepoint";
+  }
+  return "?";
+}
+
+FuncTarget parse_func_target(std::string_view raw) {
+  std::string_view text = trim(raw);
+  FuncTarget t;
+  t.text = std::string(text);
+  if (text.empty()) throw UserError("empty --func", kFuncHint);
+
+  if (auto rest = strip_prefix(text, "syscall:"); !rest.empty() || text == "syscall:") {
+    if (starts_with(rest, "sys_")) rest.remove_prefix(4);  // sys_getppid -> getppid
+    if (!valid_identifier(rest))
+      throw UserError(
+          "invalid syscall name in --func '" + t.text + "'",
+          "e.g. --func syscall:getppid (names as in /sys/kernel/tracing/events/syscalls)");
+    t.kind = FuncTarget::Kind::syscall;
+    t.name = std::string(rest);
+    return t;
+  }
+  if (auto rest = strip_prefix(text, "kernel:"); !rest.empty() || text == "kernel:") {
+    if (!valid_identifier(rest))
+      throw UserError("invalid kernel function name in --func '" + t.text + "'", kFuncHint);
+    t.kind = FuncTarget::Kind::kernel;
+    t.name = std::string(rest);
+    return t;
+  }
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    if (text.find('/') != std::string_view::npos)
+      throw UserError("--func '" + t.text + "' names a file but no symbol",
+                      "write PATH:SYMBOL, e.g. --func /usr/bin/bash:readline");
+    if (!valid_identifier(text))
+      throw UserError("invalid kernel function name in --func '" + t.text + "'", kFuncHint);
+    t.kind = FuncTarget::Kind::kernel;
+    t.name = std::string(text);
+    return t;
+  }
+  t.kind = FuncTarget::Kind::user;
+  t.binary = std::string(text.substr(0, colon));
+  t.name = std::string(text.substr(colon + 1));
+  if (t.name.empty())
+    throw UserError("--func '" + t.text + "' has no symbol after ':'",
+                    "write PATH:SYMBOL, e.g. --func libc:malloc");
+  if (!valid_identifier(t.name))
+    throw UserError("invalid symbol '" + t.name + "' in --func '" + t.text + "'", kFuncHint);
+  return t;
+}
+
+BackendRequest parse_backend_request(std::string_view text) {
+  if (text == "auto") return BackendRequest::automatic;
+  if (text == "fentry") return BackendRequest::fentry;
+  if (text == "kprobe") return BackendRequest::kprobe;
+  throw UserError("unknown --backend '" + std::string(text) + "'", "use auto, fentry or kprobe");
+}
+
+ProbeBackend choose_kernel_backend(const std::string& func, BackendRequest request,
+                                   const KernelProbeSupport& support, const KernelFuncInfo& info) {
+  const std::string alternatives =
+      "probe a syscall (--func syscall:NAME) or a user function (--func /path/bin:SYMBOL); "
+      "'pmcprof doctor' shows what this kernel allows";
+  if (!support.fentry && !support.kprobe)
+    throw UserError("cannot probe kernel function '" + func + "' on this kernel: kprobes: " +
+                        support.kprobe_why + "; fentry: " + support.fentry_why,
+                    alternatives, kExitFailure);
+  if (!info.in_kallsyms && !info.in_btf)
+    throw UserError("unknown kernel function '" + func +
+                        "': not in /proc/kallsyms nor in vmlinux BTF (misspelled, not built in, "
+                        "or inlined by the compiler)",
+                    "grep the name in /proc/kallsyms, or " + alternatives);
+  if (!info.traceable)
+    throw UserError("kernel function '" + func + "' cannot be traced: " + info.not_traceable_why,
+                    alternatives);
+  const bool fentry_ok = support.fentry && info.in_btf;
+  const bool kprobe_ok = support.kprobe && info.in_kallsyms;
+  switch (request) {
+    case BackendRequest::fentry:
+      if (fentry_ok) return ProbeBackend::fentry;
+      throw UserError("--backend fentry cannot probe '" + func +
+                          "': " + (support.fentry ? "it has no BTF entry" : support.fentry_why),
+                      kprobe_ok ? "use --backend kprobe (or auto)" : alternatives);
+    case BackendRequest::kprobe:
+      if (kprobe_ok) return ProbeBackend::kprobe;
+      throw UserError("--backend kprobe cannot probe '" + func + "': " +
+                          (support.kprobe ? "it is not in /proc/kallsyms" : support.kprobe_why),
+                      fentry_ok ? "use --backend fentry (or auto)" : alternatives);
+    case BackendRequest::automatic:
+      break;
+  }
+  if (fentry_ok) return ProbeBackend::fentry;
+  if (kprobe_ok) return ProbeBackend::kprobe;
+  throw UserError("cannot probe kernel function '" + func + "' with fentry (" +
+                      (support.fentry ? "no BTF entry" : support.fentry_why) + ") or kprobe (" +
+                      (support.kprobe ? "not in /proc/kallsyms" : support.kprobe_why) + ")",
+                  alternatives);
+}
+
+}  // namespace pmcprof
