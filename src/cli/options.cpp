@@ -34,6 +34,24 @@ void add_stat_flags(CLI::App& stat, StatOptions& o) {
   stat.add_flag("-j,--json", o.json, "JSON output (NDJSON with -I)");
   stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
       ->type_name("FILE");
+  stat.add_option("--func", o.funcs,
+                  "Per-call deltas of FUNC: kernel NAME, syscall:NAME, PATH:SYMBOL, LIB:SYMBOL, "
+                  ":SYMBOL (with -p); repeatable")
+      ->type_name("FUNC")
+      ->allow_extra_args(false);
+  stat.add_option("--backend", o.backend, "Kernel function probes: auto, fentry or kprobe")
+      ->type_name("NAME");
+  stat.add_option("--aggregate", o.aggregate,
+                  "Where per-call results are summed: auto, kernel, stream or both")
+      ->type_name("WHERE");
+  stat.add_option("--by", o.by, "Break --func results down by pid, comm, cpu or cgroup")
+      ->type_name("KEY");
+  stat.add_flag("--no-sched-hook", o.no_sched_hook,
+                "No sched_switch hook: lowest overhead, wrong for functions that sleep or migrate");
+  stat.add_option("--buffer-pages", o.buffer_pages,
+                  "Per-CPU pages of the per-call stream's ring (power of two)")
+      ->type_name("N");
+  stat.add_flag("-v,--verbose", o.verbose, "Say what is opened and attached");
 }
 
 // Turns CLI11's parse errors into pmcprof's one-line form.

@@ -5,6 +5,8 @@
 #include "pmcprof/counters/cpu_list.hpp"
 #include "pmcprof/report/aggregate.hpp"
 #include "pmcprof/run/counting_run.hpp"
+#include "pmcprof/run/function_run.hpp"
+#include "pmcprof/stream/record_stream.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 #include "pmcprof/util/system.hpp"
@@ -112,6 +114,12 @@ void validate_stat_options(const StatOptions& opts) {
     throw UserError("-p/-t attach to a running task; they cannot be combined with a command", hint);
   if (opts.per_cpu && !cpus)
     throw UserError("-A/--per-cpu needs system-wide counting (-a or -C)", "add -a");
+  if (!opts.funcs.empty()) {
+    if (opts.tid || opts.cpu_list || opts.per_cpu || opts.repeat > 1)
+      throw UserError("--func cannot be combined with -t, -C, -A or -r",
+                      "function mode counts on every CPU; filter with -p PID or a command");
+    return;
+  }
   if (!cpus && !opts.pid && !opts.tid && opts.command.empty())
     throw UserError("nothing to count: give a command, -a, -C, -p or -t",
                     "e.g. pmcprof stat -a -- sleep 1");
@@ -120,11 +128,45 @@ void validate_stat_options(const StatOptions& opts) {
     throw UserError("-x needs a separator, e.g. -x ,", hint);
 }
 
+FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
+  FunctionPlan plan;
+  plan.groups = std::move(groups);
+  for (const auto& f : opts.funcs) plan.targets.push_back(parse_func_target(f));
+  plan.system_wide = opts.all_cpus;
+  if (opts.pid) {
+    plan.pid = static_cast<pid_t>(*opts.pid);
+    if (!process_exists(*plan.pid))
+      throw UserError("no process with PID " + std::to_string(*plan.pid),
+                      "check the PID with ps; it may have exited");
+  }
+  plan.command = opts.command;
+  if (opts.interval_ms) plan.interval_ms = static_cast<std::uint64_t>(*opts.interval_ms);
+  if (opts.timeout_ms) plan.timeout_ms = static_cast<std::uint64_t>(*opts.timeout_ms);
+  plan.backend = parse_backend_request(opts.backend);
+  plan.aggregate = parse_aggregate_choice(opts.aggregate);
+  if (opts.by) plan.by = parse_breakdown(*opts.by);
+  plan.sched_hook = !opts.no_sched_hook;
+  plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);
+  plan.verbose = opts.verbose;
+  return plan;
+}
+
+int run_function_stat(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
+  FunctionPlan plan = make_function_plan(opts, std::move(groups));
+  ReportSink sink(opts.output);
+  auto renderer = make_func_renderer(render_options(opts), sink.stream());
+  FunctionOutcome outcome = run_function_mode(plan, renderer.get());
+  renderer->final(outcome.report);
+  if (outcome.kernel_report) renderer->final(*outcome.kernel_report);
+  return outcome.exit_code;
+}
+
 int run_stat_command(const StatOptions& opts) {
   validate_stat_options(opts);
   PfmLibrary pfm;
   EventResolver resolver(pfm);
   auto specs = opts.events_given ? parse_event_list(join(opts.events, ",")) : default_events();
+  if (!opts.funcs.empty()) return run_function_stat(opts, resolver.resolve(specs));
   CountingPlan plan = make_plan(opts, resolver.resolve(specs));
 
   ReportSink sink(opts.output);

@@ -36,7 +36,7 @@ RunLoop::RunLoop(const SignalBlocker& signals, const RunLoopOptions& opts) : opt
 }
 
 StopReason RunLoop::run(const std::function<void()>& on_interval) {
-  enum Slot { kSignal, kWorkload, kTarget, kTimeout, kInterval };
+  enum Slot { kSignal, kWorkload, kTarget, kTimeout, kInterval, kReader };
   while (true) {
     std::vector<pollfd> fds;
     std::vector<Slot> slots;
@@ -50,12 +50,19 @@ StopReason RunLoop::run(const std::function<void()>& on_interval) {
     add(opts_.target_pidfd, kTarget);
     add(timeout_fd_.get(), kTimeout);
     add(interval_fd_.get(), kInterval);
+    for (const auto& r : opts_.readers) add(r.fd, kReader);
     int n = poll(fds.data(), fds.size(), -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw SystemError("poll: " + errno_string(errno));
     }
-    // Interval ticks first, so a tick that coincides with the end is still printed.
+    // Readers first (drain the stream), then interval ticks, so a tick that coincides with
+    // the end is still printed.
+    for (std::size_t i = 0, r = 0; i < fds.size(); ++i) {
+      if (slots[i] != kReader) continue;
+      if (fds[i].revents) opts_.readers[r].on_readable();
+      ++r;
+    }
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (slots[i] != kInterval || !(fds[i].revents & POLLIN)) continue;
       std::uint64_t expirations;

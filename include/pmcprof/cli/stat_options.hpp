@@ -27,6 +27,14 @@ struct StatOptions {
   bool json = false;                         // -j
   std::optional<std::string> output;         // -o
   std::vector<std::string> command;          // -- CMD ARGS
+  // Function mode (--func): per-call deltas through BPF.
+  std::vector<std::string> funcs;  // --func, repeatable
+  std::string backend = "auto";    // --backend auto|fentry|kprobe
+  std::string aggregate = "auto";  // --aggregate auto|kernel|stream|both
+  std::optional<std::string> by;   // --by pid|comm|cpu|cgroup
+  bool no_sched_hook = false;      // --no-sched-hook
+  long long buffer_pages = 256;    // --buffer-pages
+  bool verbose = false;            // -v
 };
 
 // Checks flag combinations that are wrong whatever the machine; throws UserError.

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "pmcprof/run/workload.hpp"
 #include "pmcprof/util/fd.hpp"
@@ -16,6 +17,12 @@ struct RunLoopOptions {
   std::optional<std::uint64_t> timeout_ms;   // --timeout
   int workload_pidfd = -1;                   // -- CMD: stop when it exits
   int target_pidfd = -1;                     // -p PID: stop when it exits
+  // Extra fds to service while waiting (e.g. the per-call stream's epoll fd).
+  struct Reader {
+    int fd = -1;
+    std::function<void()> on_readable;
+  };
+  std::vector<Reader> readers;
 };
 
 // Waits for whatever ends a counting run: the workload or target exiting, the timeout,

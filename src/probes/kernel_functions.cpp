@@ -1,0 +1,64 @@
+#include "pmcprof/probes/kernel_functions.hpp"
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include <sstream>
+
+#include "pmcprof/doctor/capabilities.hpp"
+#include "pmcprof/probes/pmcprof_object.hpp"
+#include "pmcprof/util/system.hpp"
+
+namespace pmcprof {
+
+bool kallsyms_has_function(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string addr, type, sym;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    if (!(fields >> addr >> type >> sym)) continue;
+    if ((type == "t" || type == "T") && sym == name) return true;
+  }
+  return false;
+}
+
+KernelFuncInfo lookup_kernel_function(const std::string& name) {
+  KernelFuncInfo info;
+  if (auto kallsyms = read_file("/proc/kallsyms"))
+    info.in_kallsyms = kallsyms_has_function(*kallsyms, name);
+  {
+    LibbpfQuiet quiet;
+    if (btf* vmlinux = btf__load_vmlinux_btf()) {
+      info.in_btf = btf__find_by_name_kind(vmlinux, name.c_str(), BTF_KIND_FUNC) > 0;
+      btf__free(vmlinux);
+    }
+  }
+  for (const char* path : {"/sys/kernel/debug/kprobes/blacklist"}) {
+    auto text = read_file(path);
+    if (!text) continue;
+    std::istringstream in(*text);
+    std::string range, sym;
+    while (in >> range >> sym) {
+      if (sym == name) {
+        info.traceable = false;
+        info.not_traceable_why =
+            "it is in the kernel's kprobe blacklist (" + std::string(path) + ")";
+      }
+    }
+  }
+  return info;
+}
+
+KernelProbeSupport probe_kernel_probe_support() {
+  KernelProbeSupport s;
+  ProbeResult k = probe_kprobes();
+  s.kprobe = k.available;
+  s.kprobe_why = k.detail;
+  ProbeResult f = probe_fentry();
+  s.fentry = f.available;
+  s.fentry_why = f.detail;
+  return s;
+}
+
+}  // namespace pmcprof

@@ -1,0 +1,262 @@
+// Function-mode renderers: one model (FunctionReport), text / CSV / JSON.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "pmcprof/report/func_report.hpp"
+#include "pmcprof/report/number_format.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// ns -> "12.34 us" style, for per-call times that span ns to seconds.
+std::string format_duration(double ns) {
+  const char* unit = "ns";
+  double v = ns;
+  if (ns >= 1e9)
+    v = ns / 1e9, unit = "s";
+  else if (ns >= 1e6)
+    v = ns / 1e6, unit = "ms";
+  else if (ns >= 1e3)
+    v = ns / 1e3, unit = "us";
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.2f %s", v, unit);
+  return buf;
+}
+
+std::string format_amount(double v, const std::string& unit, bool total) {
+  if (unit == "ns") return format_duration(v);
+  return format_grouped(v, total ? 0 : 2);
+}
+
+std::string dist_cells(const Distribution& d, const std::string& unit) {
+  if (d.status == CounterStatus::not_supported) return pad_left("<not supported>", 16);
+  if (d.status == CounterStatus::not_counted) return pad_left("<not counted>", 16);
+  return pad_left(format_amount(d.total, unit, true), 16) +
+         pad_left(format_amount(d.mean, unit, false), 16) +
+         pad_left(format_amount(d.p50, unit, false), 14) +
+         pad_left(format_amount(d.p90, unit, false), 14) +
+         pad_left(format_amount(d.p99, unit, false), 14);
+}
+
+void text_rows(std::ostream& out, const FunctionReport& r) {
+  for (const auto& f : r.functions) {
+    out << " " << f.function << "  [" << f.backend << "]";
+    if (!f.by_value.empty()) out << "  " << r.by << " " << f.by_value;
+    out << "\n";
+    out << "   " << format_grouped(static_cast<double>(f.calls), 0) << " calls, "
+        << format_grouped(static_cast<double>(f.not_counted), 0) << " not counted, "
+        << format_grouped(static_cast<double>(f.lost), 0) << " lost, "
+        << format_grouped(static_cast<double>(f.slept), 0) << " slept, "
+        << format_grouped(static_cast<double>(f.migrated), 0) << " migrated";
+    if (f.multiplexed) out << ", " << f.multiplexed << " multiplexed";
+    out << "\n";
+    out << "   " << pad_right("", 20) << pad_left("total", 16) << pad_left("mean/call", 16)
+        << pad_left("p50", 14) << pad_left("p90", 14) << pad_left("p99", 14) << "\n";
+    for (const auto& e : f.events)
+      out << "   " << pad_right(e.event, 20) << dist_cells(e.per_call, e.unit) << "\n";
+    out << "   " << pad_right("wall time", 20) << dist_cells(f.wall, "ns") << "\n";
+    out << "   " << pad_right("on-CPU time", 20) << dist_cells(f.oncpu, "ns") << "\n";
+    if (auto m = func_metric(f)) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "   # %.3f %s\n", m->value, m->unit.c_str());
+      out << buf;
+    }
+    out << "\n";
+  }
+}
+
+void text_final(std::ostream& out, const FunctionReport& r) {
+  out << "\n Function counter stats for '" << r.target << "' (" << r.aggregation
+      << " aggregation):\n\n";
+  text_rows(out, r);
+  if (r.partial)
+    out << " WARNING: " << format_grouped(static_cast<double>(r.lost), 0)
+        << " records lost: totals are lower bounds (raise --buffer-pages, or --aggregate kernel)\n";
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "\n %17.9f seconds time elapsed\n\n",
+                static_cast<double>(r.elapsed_ns) / 1e9);
+  out << buf;
+}
+
+ojson number(double v) {
+  if (v >= 0 && v < 9007199254740992.0 && static_cast<double>(static_cast<std::uint64_t>(v)) == v)
+    return static_cast<std::uint64_t>(v);
+  return v;
+}
+
+ojson dist_json(const Distribution& d) {
+  ojson j;
+  const bool ok = d.status == CounterStatus::ok;
+  j["status"] = to_string(d.status);
+  j["total"] = ok ? number(d.total) : ojson(nullptr);
+  j["mean"] = ok ? ojson(d.mean) : ojson(nullptr);
+  j["p50"] = ok ? ojson(d.p50) : ojson(nullptr);
+  j["p90"] = ok ? ojson(d.p90) : ojson(nullptr);
+  j["p99"] = ok ? ojson(d.p99) : ojson(nullptr);
+  return j;
+}
+
+ojson report_json(const FunctionReport& r, const char* type) {
+  ojson j;
+  j["schema"] = kJsonSchema;
+  j["type"] = type;
+  j["mode"] = "function";
+  j["target"] = r.target;
+  j["aggregation"] = r.aggregation;
+  if (!r.by.empty()) j["by"] = r.by;
+  if (r.interval_s) j["interval"] = *r.interval_s;
+  j["timestamp_unix_ns"] = r.timestamp_unix_ns;
+  j["elapsed_ns"] = r.elapsed_ns;
+  j["interrupted"] = r.interrupted;
+  j["exit_status"] = r.exit_status ? ojson(*r.exit_status) : ojson(nullptr);
+  j["lost"] = r.lost;
+  j["partial"] = r.partial;
+  ojson funcs = ojson::array();
+  for (const auto& f : r.functions) {
+    ojson fj;
+    fj["function"] = f.function;
+    fj["backend"] = f.backend;
+    if (!r.by.empty()) fj[r.by] = f.by_value;
+    fj["calls"] = f.calls;
+    fj["not_counted"] = f.not_counted;
+    fj["lost"] = f.lost;
+    fj["slept"] = f.slept;
+    fj["migrated"] = f.migrated;
+    fj["multiplexed"] = f.multiplexed;
+    fj["wall_ns"] = number(f.wall.total);
+    fj["oncpu_ns"] = number(f.oncpu.total);
+    fj["wall"] = dist_json(f.wall);
+    fj["oncpu"] = dist_json(f.oncpu);
+    ojson events = ojson::object();
+    for (const auto& e : f.events) {
+      ojson ej = dist_json(e.per_call);
+      ej["unit"] = e.unit.empty() ? "count" : e.unit;
+      events[e.event] = std::move(ej);
+    }
+    fj["events"] = std::move(events);
+    if (auto m = func_metric(f)) fj["metric"] = {{"value", m->value}, {"unit", m->unit}};
+    funcs.push_back(std::move(fj));
+  }
+  j["functions"] = std::move(funcs);
+  return j;
+}
+
+void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep) {
+  auto cell = [&](const Distribution& d, const std::string& name, const std::string& unit,
+                  const FuncRow& f) {
+    if (r.interval_s) out << format_fixed(*r.interval_s, 9) << sep;
+    out << f.function << sep << f.backend << sep << f.by_value << sep << f.calls << sep
+        << f.not_counted << sep << f.lost << sep << name << sep << (unit.empty() ? "" : unit)
+        << sep;
+    if (d.status != CounterStatus::ok) {
+      out << (d.status == CounterStatus::not_supported ? "<not supported>" : "<not counted>") << sep
+          << sep << sep << sep << "\n";
+      return;
+    }
+    out << format_fixed(d.total, 0) << sep << format_fixed(d.mean, 2) << sep
+        << format_fixed(d.p50, 2) << sep << format_fixed(d.p90, 2) << sep << format_fixed(d.p99, 2)
+        << "\n";
+  };
+  for (const auto& f : r.functions) {
+    for (const auto& e : f.events) cell(e.per_call, e.event, e.unit, f);
+    cell(f.wall, "wall-time", "ns", f);
+    cell(f.oncpu, "on-cpu-time", "ns", f);
+  }
+}
+
+class TextFuncRenderer : public FuncReportRenderer {
+ public:
+  explicit TextFuncRenderer(std::ostream& out) : out_(out) {}
+  void interval(const FunctionReport& r) override {
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), "# %.3f s\n", r.interval_s.value_or(0));
+    out_ << buf;
+    text_rows(out_, r);
+    out_.flush();
+  }
+  void final(const FunctionReport& r) override {
+    text_final(out_, r);
+    out_.flush();
+  }
+
+ private:
+  std::ostream& out_;
+};
+
+class CsvFuncRenderer : public FuncReportRenderer {
+ public:
+  CsvFuncRenderer(std::ostream& out, std::string sep) : out_(out), sep_(std::move(sep)) {}
+  void interval(const FunctionReport& r) override { csv_rows(out_, r, sep_), out_.flush(); }
+  void final(const FunctionReport& r) override {
+    FunctionReport whole = r;
+    whole.interval_s.reset();
+    csv_rows(out_, whole, sep_);
+    out_.flush();
+  }
+
+ private:
+  std::ostream& out_;
+  std::string sep_;
+};
+
+class JsonFuncRenderer : public FuncReportRenderer {
+ public:
+  explicit JsonFuncRenderer(std::ostream& out) : out_(out) {}
+  void interval(const FunctionReport& r) override {
+    out_ << report_json(r, "interval").dump() << '\n';
+    out_.flush();
+    streaming_ = true;
+  }
+  void final(const FunctionReport& r) override {
+    FunctionReport whole = r;
+    whole.interval_s.reset();
+    out_ << (streaming_ ? report_json(whole, "summary").dump()
+                        : report_json(whole, "report").dump(2))
+         << '\n';
+    out_.flush();
+  }
+
+ private:
+  std::ostream& out_;
+  bool streaming_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<FuncReportRenderer> make_func_renderer(const RenderOptions& opts,
+                                                       std::ostream& out) {
+  switch (opts.format) {
+    case OutputFormat::csv:
+      return std::make_unique<CsvFuncRenderer>(out, opts.csv_separator);
+    case OutputFormat::json:
+      return std::make_unique<JsonFuncRenderer>(out);
+    case OutputFormat::text:
+      break;
+  }
+  return std::make_unique<TextFuncRenderer>(out);
+}
+
+std::string render_func_text(const FunctionReport& r) {
+  std::ostringstream ss;
+  text_final(ss, r);
+  return ss.str();
+}
+
+std::string render_func_csv(const FunctionReport& r, const std::string& sep) {
+  std::ostringstream ss;
+  CsvFuncRenderer(ss, sep).final(r);
+  return ss.str();
+}
+
+std::string render_func_json(const FunctionReport& r) {
+  std::ostringstream ss;
+  JsonFuncRenderer(ss).final(r);
+  return ss.str();
+}
+
+}  // namespace pmcprof

@@ -1,0 +1,108 @@
+/* Function-mode workload: functions with a known cost, called a known number of times, so
+ * runtime tests can compare pmcprof --func against ground truth measured here with
+ * CLOCK_THREAD_CPUTIME_ID. Prints one JSON line with what it did.
+ *
+ *   func_workload burn N USEC          burn_cpu(USEC) N times
+ *   func_workload sleep N USEC SLEEP   burn USEC, sleep SLEEP us, inside one call, N times
+ *   func_workload migrate N USEC       burn, move to the other CPU, burn: N times
+ *   func_workload getppid N            getppid() N times
+ *   func_workload tiny N               tiny_function() N times (overhead measurements)
+ *   func_workload burst N              tiny_function() N times as fast as possible */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static volatile uint64_t sink;
+
+static void spin_ns(uint64_t ns) {
+  uint64_t start = thread_cpu_ns();
+  while (thread_cpu_ns() - start < ns) sink++;
+}
+
+/* CPU time spent inside the probed functions, measured by the functions themselves. */
+static uint64_t inside_cpu_ns;
+
+__attribute__((noinline)) void burn_cpu(uint64_t usec) {
+  uint64_t t0 = thread_cpu_ns();
+  spin_ns(usec * 1000);
+  inside_cpu_ns += thread_cpu_ns() - t0;
+}
+
+__attribute__((noinline)) void burn_and_sleep(uint64_t usec, uint64_t sleep_us) {
+  uint64_t t0 = thread_cpu_ns();
+  spin_ns(usec * 1000);
+  usleep((useconds_t)sleep_us);
+  inside_cpu_ns += thread_cpu_ns() - t0;
+}
+
+/* The CPUs this process may use at start; burn_and_migrate pins itself to another one. */
+static cpu_set_t allowed_at_start;
+
+static int other_cpu(int cpu) {
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (c != cpu && CPU_ISSET(c, &allowed_at_start)) return c;
+  return cpu;
+}
+
+__attribute__((noinline)) int burn_and_migrate(uint64_t usec) {
+  uint64_t t0 = thread_cpu_ns();
+  int from = sched_getcpu();
+  spin_ns(usec * 500);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(other_cpu(from), &set);
+  sched_setaffinity(0, sizeof(set), &set);
+  int to = sched_getcpu();
+  spin_ns(usec * 500);
+  inside_cpu_ns += thread_cpu_ns() - t0;
+  return from != to;
+}
+
+__attribute__((noinline)) int tiny_function(int x) {
+  __asm__ volatile("" ::: "memory");
+  return x + 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s burn|sleep|migrate|getppid|tiny|burst N [USEC [SLEEP_US]]\n", argv[0]);
+    return 2;
+  }
+  sched_getaffinity(0, sizeof(allowed_at_start), &allowed_at_start);
+  const char* mode = argv[1];
+  long n = atol(argv[2]);
+  uint64_t usec = argc > 3 ? strtoull(argv[3], NULL, 10) : 1000;
+  uint64_t sleep_us = argc > 4 ? strtoull(argv[4], NULL, 10) : 10000;
+  long migrated = 0;
+  int acc = 0;
+  struct timespec w0, w1;
+  clock_gettime(CLOCK_MONOTONIC, &w0);
+  for (long i = 0; i < n; i++) {
+    if (!strcmp(mode, "burn")) burn_cpu(usec);
+    else if (!strcmp(mode, "sleep")) burn_and_sleep(usec, sleep_us);
+    else if (!strcmp(mode, "migrate")) migrated += burn_and_migrate(usec);
+    else if (!strcmp(mode, "getppid")) acc += (int)syscall(SYS_getppid) > 0;
+    else if (!strcmp(mode, "tiny") || !strcmp(mode, "burst")) acc = tiny_function(acc);
+    else {
+      fprintf(stderr, "unknown mode %s\n", mode);
+      return 2;
+    }
+  }
+  clock_gettime(CLOCK_MONOTONIC, &w1);
+  uint64_t wall = (uint64_t)(w1.tv_sec - w0.tv_sec) * 1000000000ull + (uint64_t)(w1.tv_nsec - w0.tv_nsec);
+  printf("{\"mode\":\"%s\",\"calls\":%ld,\"inside_cpu_ns\":%llu,\"migrated\":%ld,\"wall_ns\":%llu,\"pid\":%d,\"acc\":%d}\n",
+         mode, n, (unsigned long long)inside_cpu_ns, migrated, (unsigned long long)wall, getpid(), acc);
+  return 0;
+}
