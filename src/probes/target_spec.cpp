@@ -110,15 +110,15 @@ ProbeBackend choose_kernel_backend(const std::string& func, BackendRequest reque
   const std::string alternatives =
       "probe a syscall (--func syscall:NAME) or a user function (--func /path/bin:SYMBOL); "
       "'pmcprof doctor' shows what this kernel allows";
-  if (!support.fentry && !support.kprobe)
-    throw UserError("cannot probe kernel function '" + func + "' on this kernel: kprobes: " +
-                        support.kprobe_why + "; fentry: " + support.fentry_why,
-                    alternatives, kExitFailure);
   if (!info.in_kallsyms && !info.in_btf)
     throw UserError("unknown kernel function '" + func +
                         "': not in /proc/kallsyms nor in vmlinux BTF (misspelled, not built in, "
                         "or inlined by the compiler)",
                     "grep the name in /proc/kallsyms, or " + alternatives);
+  if (!support.fentry && !support.kprobe)
+    throw UserError("cannot probe kernel function '" + func + "' on this kernel: kprobes: " +
+                        support.kprobe_why + "; fentry: " + support.fentry_why,
+                    alternatives, kExitFailure);
   if (!info.traceable)
     throw UserError("kernel function '" + func + "' cannot be traced: " + info.not_traceable_why,
                     alternatives);
