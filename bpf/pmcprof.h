@@ -51,7 +51,7 @@ struct pmcprof_record {
   char comm[16];
   __u64 delta[PMCPROF_MAX_EVENTS]; /* normalized: dcounter * denabled / drunning */
 };
-#define PMCPROF_RECORD_HEADER_SIZE 72 /* offsetof(struct pmcprof_record, delta) */
+#define PMCPROF_RECORD_HEADER_SIZE 64 /* offsetof(struct pmcprof_record, delta) */
 
 /* Kernel aggregation: one value per (function, cgroup) and CPU (PERCPU_HASH). */
 struct pmcprof_agg_key {
