@@ -100,6 +100,12 @@ int run_cli(int argc, char** argv) {
       stat_opts.events_given = stat->count("--event") > 0;
       // CLI11 leaves the words after "--" on the parent app, other words on the subcommand.
       stat_opts.command = stat->remaining();
+      // Words before any "--" stay on the subcommand: one that looks like a flag is a flag
+      // pmcprof does not know, not a command (after "--" anything goes).
+      if (!stat_opts.command.empty() && stat_opts.command.front().size() > 1 &&
+          stat_opts.command.front()[0] == '-')
+        throw UserError("unknown option '" + stat_opts.command.front() + "' for 'pmcprof stat'",
+                        "see 'pmcprof stat --help'; put the command after --");
       if (stat_opts.command.empty()) stat_opts.command = app.remaining();
       if (!stat_opts.command.empty() && stat_opts.command.front() == "--")
         stat_opts.command.erase(stat_opts.command.begin());

@@ -70,6 +70,7 @@ CountingPlan make_plan(const StatOptions& opts, std::vector<ResolvedGroup> group
 
 RenderOptions render_options(const StatOptions& opts) {
   RenderOptions r;
+  r.intervals = opts.interval_ms.has_value();
   if (opts.json)
     r.format = OutputFormat::json;
   else if (opts.csv_separator) {

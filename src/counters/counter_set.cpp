@@ -95,6 +95,16 @@ void CounterSet::open_group(std::size_t group_index, std::size_t instance) {
     prepare_counter_attr(attr, leader < 0, target_);
     const int group_fd = leader < 0 ? -1 : events_[leader].fds[instance].get();
     int fd = sys_perf_event_open(attr, pid, cpu, group_fd, 0);
+    if (fd == -EACCES && !per_cpu && !attr.exclude_kernel) {
+      // Like perf stat: without CAP_PERFMON and with perf_event_paranoid >= 2, a task may
+      // still count its own user space. Count that and say so in the name (":u").
+      attr.exclude_kernel = attr.exclude_hv = 1;
+      fd = sys_perf_event_open(attr, pid, cpu, group_fd, 0);
+      if (fd >= 0) {
+        e.event.attr.exclude_kernel = e.event.attr.exclude_hv = 1;
+        e.event.spec.text += e.event.spec.modifiers.empty() ? ":u" : "u";
+      }
+    }
     if (fd >= 0) {
       e.fds[instance].reset(fd);
       e.supported = true;

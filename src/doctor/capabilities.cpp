@@ -26,6 +26,7 @@
 #include "pmcprof/counters/perf_event.hpp"
 #include "pmcprof/doctor/mountinfo.hpp"
 #include "pmcprof/doctor/tracefs.hpp"
+#include "pmcprof/report/report.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/fd.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -341,7 +342,7 @@ std::string capability_report_json(const CapabilityReport& report) {
     caps.push_back(std::move(item));
   }
   nlohmann::ordered_json doc;
-  doc["schema"] = "pmcprof/1";
+  doc["schema"] = kJsonSchema;
   doc["type"] = "doctor";
   doc["capabilities"] = std::move(caps);
   return doc.dump();

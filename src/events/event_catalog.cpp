@@ -62,7 +62,10 @@ std::vector<CatalogPmu> filter_catalog(std::vector<CatalogPmu> pmus, const std::
     const bool pmu_matches = contains(pmu.name);
     std::vector<CatalogEvent> kept;
     for (auto& e : pmu.events) {
-      if (pmu_matches || contains(pmu.name + "::" + e.name) || contains(e.description))
+      bool umask_matches = false;
+      for (const auto& u : e.umasks) umask_matches |= contains(e.name + ":" + u.name);
+      if (pmu_matches || umask_matches || contains(pmu.name + "::" + e.name) ||
+          contains(e.description))
         kept.push_back(std::move(e));
     }
     if (kept.empty() && !pmu_matches) continue;

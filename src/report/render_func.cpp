@@ -146,10 +146,14 @@ ojson report_json(const FunctionReport& r, const char* type) {
   return j;
 }
 
-void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep) {
+void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep,
+              bool summary = false) {
   auto cell = [&](const Distribution& d, const std::string& name, const std::string& unit,
                   const FuncRow& f) {
-    if (r.interval_s) out << format_fixed(*r.interval_s, 9) << sep;
+    if (r.interval_s)
+      out << format_fixed(*r.interval_s, 9) << sep;
+    else if (summary)
+      out << "summary" << sep;
     out << f.function << sep << f.backend << sep << f.by_value << sep << f.calls << sep
         << f.not_counted << sep << f.lost << sep << name << sep << (unit.empty() ? "" : unit)
         << sep;
@@ -190,23 +194,25 @@ class TextFuncRenderer : public FuncReportRenderer {
 
 class CsvFuncRenderer : public FuncReportRenderer {
  public:
-  CsvFuncRenderer(std::ostream& out, std::string sep) : out_(out), sep_(std::move(sep)) {}
+  CsvFuncRenderer(std::ostream& out, std::string sep, bool intervals)
+      : out_(out), sep_(std::move(sep)), intervals_(intervals) {}
   void interval(const FunctionReport& r) override { csv_rows(out_, r, sep_), out_.flush(); }
   void final(const FunctionReport& r) override {
     FunctionReport whole = r;
     whole.interval_s.reset();
-    csv_rows(out_, whole, sep_);
+    csv_rows(out_, whole, sep_, intervals_);
     out_.flush();
   }
 
  private:
   std::ostream& out_;
   std::string sep_;
+  bool intervals_;
 };
 
 class JsonFuncRenderer : public FuncReportRenderer {
  public:
-  explicit JsonFuncRenderer(std::ostream& out) : out_(out) {}
+  JsonFuncRenderer(std::ostream& out, bool ndjson) : out_(out), streaming_(ndjson) {}
   void interval(const FunctionReport& r) override {
     out_ << report_json(r, "interval").dump() << '\n';
     out_.flush();
@@ -232,9 +238,9 @@ std::unique_ptr<FuncReportRenderer> make_func_renderer(const RenderOptions& opts
                                                        std::ostream& out) {
   switch (opts.format) {
     case OutputFormat::csv:
-      return std::make_unique<CsvFuncRenderer>(out, opts.csv_separator);
+      return std::make_unique<CsvFuncRenderer>(out, opts.csv_separator, opts.intervals);
     case OutputFormat::json:
-      return std::make_unique<JsonFuncRenderer>(out);
+      return std::make_unique<JsonFuncRenderer>(out, opts.intervals);
     case OutputFormat::text:
       break;
   }
@@ -249,13 +255,13 @@ std::string render_func_text(const FunctionReport& r) {
 
 std::string render_func_csv(const FunctionReport& r, const std::string& sep) {
   std::ostringstream ss;
-  CsvFuncRenderer(ss, sep).final(r);
+  CsvFuncRenderer(ss, sep, false).final(r);
   return ss.str();
 }
 
 std::string render_func_json(const FunctionReport& r) {
   std::ostringstream ss;
-  JsonFuncRenderer(ss).final(r);
+  JsonFuncRenderer(ss, false).final(r);
   return ss.str();
 }
 

@@ -61,7 +61,7 @@ ojson report_json(const CountingReport& report, const char* type) {
 
 class JsonRenderer : public ReportRenderer {
  public:
-  explicit JsonRenderer(std::ostream& out) : out_(out) {}
+  JsonRenderer(std::ostream& out, bool ndjson) : out_(out), streaming_(ndjson) {}
   void interval(const CountingReport& report) override {
     out_ << report_json(report, "interval").dump() << '\n';
     out_.flush();
@@ -84,13 +84,13 @@ class JsonRenderer : public ReportRenderer {
 
 }  // namespace
 
-std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out) {
-  return std::make_unique<JsonRenderer>(out);
+std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out, bool ndjson) {
+  return std::make_unique<JsonRenderer>(out, ndjson);
 }
 
 std::string render_json(const CountingReport& report) {
   std::ostringstream ss;
-  make_json_renderer(ss)->final(report);
+  make_json_renderer(ss, false)->final(report);
   return ss.str();
 }
 

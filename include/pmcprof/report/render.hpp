@@ -13,6 +13,9 @@ enum class OutputFormat { text, csv, json };
 struct RenderOptions {
   OutputFormat format = OutputFormat::text;
   std::string csv_separator = ",";
+  // -I: interval records follow, then a summary. JSON is then NDJSON from the first line,
+  // and CSV summary rows start with "summary" where interval rows have their time.
+  bool intervals = false;
 };
 
 // One data model, three renderers. A renderer may be fed interval reports (-I) and then one
@@ -32,7 +35,8 @@ std::string render_csv(const CountingReport& report, const std::string& sep = ",
 std::string render_json(const CountingReport& report);
 
 std::unique_ptr<ReportRenderer> make_text_renderer(std::ostream& out);
-std::unique_ptr<ReportRenderer> make_csv_renderer(std::ostream& out, std::string sep);
-std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out);
+std::unique_ptr<ReportRenderer> make_csv_renderer(std::ostream& out, std::string sep,
+                                                  bool intervals = false);
+std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out, bool ndjson = false);
 
 }  // namespace pmcprof
