@@ -11,14 +11,18 @@ namespace {
 
 constexpr const char* kEventHint = "write events as -e a,b,{c,d}:u ('pmcprof list' shows names)";
 
+// Letters only, and either a lower-case letter (cycles:u, cycles:ukD) or nothing but the
+// upper-case modifier letters (cycles:D, cycles:GH). Upper-case words such as ANY_P or READ
+// are libpfm4 unit masks and stay part of the name.
 bool looks_like_modifiers(std::string_view seg) {
   if (seg.empty()) return false;
-  bool has_lower = false;
+  bool has_lower = false, only_upper_modifiers = true;
   for (char c : seg) {
     if (!std::isalpha(static_cast<unsigned char>(c))) return false;
     if (std::islower(static_cast<unsigned char>(c))) has_lower = true;
+    if (std::string_view("GHDI").find(c) == std::string_view::npos) only_upper_modifiers = false;
   }
-  return has_lower;
+  return has_lower || only_upper_modifiers;
 }
 
 EventModifiers parse_modifiers(std::string_view mods, std::string_view token) {

@@ -45,9 +45,8 @@ std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series, b
   std::size_t instances = series.empty() ? 0 : series.front().instance_ids.size();
   for (std::size_t i = 0; i < instances; ++i) {
     for (const auto& s : series) {
-      std::vector<RawCount> one;
-      if (i < s.counts.size()) one.push_back(s.counts[i]);
-      CounterRow row = make_row(s, one);
+      if (i >= s.instance_ids.size() || i >= s.counts.size()) continue;
+      CounterRow row = make_row(s, {s.counts[i]});
       row.cpu = s.instance_ids[i];
       rows.push_back(std::move(row));
     }

@@ -84,7 +84,7 @@ void text_final(std::ostream& out, const FunctionReport& r) {
 }
 
 ojson number(double v) {
-  if (v >= 0 && v < 9007199254740992.0 && static_cast<double>(static_cast<std::uint64_t>(v)) == v)
+  if (v >= 0 && v < 18446744073709551616.0 && static_cast<double>(static_cast<std::uint64_t>(v)) == v)
     return static_cast<std::uint64_t>(v);
   return v;
 }

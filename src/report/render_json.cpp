@@ -13,9 +13,10 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// Integral values go out as JSON integers (no "81.0"), fractional ones as doubles.
+// Integral values go out as JSON integers (no "81.0"; every double >= 2^53 is integral and
+// exact as a uint64), fractional ones as doubles.
 ojson number(double v) {
-  if (std::isfinite(v) && v >= 0 && v < 9007199254740992.0 && std::floor(v) == v)
+  if (std::isfinite(v) && v >= 0 && v < 18446744073709551616.0 && std::floor(v) == v)
     return static_cast<std::uint64_t>(v);
   return v;
 }

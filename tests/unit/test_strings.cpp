@@ -1,0 +1,87 @@
+// util/strings.hpp: the small helpers the parsers and suggestions are built on.
+#include <gtest/gtest.h>
+
+#include "pmcprof/util/strings.hpp"
+
+using namespace pmcprof;
+
+TEST(Strings, SplitKeepsEmptyFields) {
+  EXPECT_EQ(split("a,b,c", ','), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(split(",a,", ','), (std::vector<std::string>{"", "a", ""}));
+  EXPECT_EQ(split("", ','), (std::vector<std::string>{""}));
+  EXPECT_EQ(split("abc", ','), (std::vector<std::string>{"abc"}));
+}
+
+TEST(Strings, JoinIsSplitsInverse) {
+  EXPECT_EQ(join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(join({"x"}, ","), "x");
+  EXPECT_EQ(join({}, ","), "");
+  EXPECT_EQ(join(split("a,,b", ','), ","), "a,,b");
+}
+
+TEST(Strings, Trim) {
+  EXPECT_EQ(trim("  a b \t\n"), "a b");
+  EXPECT_EQ(trim("ab"), "ab");
+  EXPECT_EQ(trim("   "), "");
+  EXPECT_EQ(trim(""), "");
+}
+
+TEST(Strings, StartsWithAndLower) {
+  EXPECT_TRUE(starts_with("cycles:u", "cycles"));
+  EXPECT_TRUE(starts_with("abc", ""));
+  EXPECT_FALSE(starts_with("cy", "cycles"));
+  EXPECT_EQ(to_lower("CPU-Clock"), "cpu-clock");
+}
+
+TEST(Strings, EditDistance) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("cyclez", "cycles"), 1u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("abc", ""), 3u);
+  EXPECT_EQ(edit_distance("same", "same"), 0u);
+  EXPECT_EQ(edit_distance("CYCLES", "cycles"), 0u);  // case-insensitive
+  EXPECT_EQ(edit_distance("ab", "ba"), 2u);          // no transpositions
+}
+
+TEST(Strings, ClosestMatchesBestFirst) {
+  const std::vector<std::string> names = {"bus-cycles",   "cpu-cycles", "cycles",
+                                          "instructions", "task-clock", "ref-cycles"};
+  auto m = closest_matches("cyclez", names);
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.front(), "cycles");
+  EXPECT_LE(m.size(), 3u);
+}
+
+TEST(Strings, ClosestMatchesRespectsMaxAndDeduplicates) {
+  const std::vector<std::string> names = {"cycles", "cycles", "cycle", "cyclesx", "cyclos"};
+  auto m = closest_matches("cycles", names, 2);
+  EXPECT_EQ(m, (std::vector<std::string>{"cycles", "cycle"}));
+}
+
+TEST(Strings, ClosestMatchesPrefix) {
+  auto m = closest_matches("instr", {"instructions", "cycles"});
+  EXPECT_EQ(m, (std::vector<std::string>{"instructions"}));
+}
+
+TEST(Strings, ClosestMatchesNothingClose) {
+  EXPECT_TRUE(closest_matches("zzzzzz", {"cycles", "instructions"}).empty());
+  EXPECT_TRUE(closest_matches("cycles", {}).empty());
+}
+
+TEST(Strings, ParseU64Accepts) {
+  unsigned long long v = 99;
+  EXPECT_TRUE(parse_u64("0", v));
+  EXPECT_EQ(v, 0u);
+  EXPECT_TRUE(parse_u64("007", v));
+  EXPECT_EQ(v, 7u);
+  EXPECT_TRUE(parse_u64("18446744073709551615", v));
+  EXPECT_EQ(v, ~0ULL);
+}
+
+TEST(Strings, ParseU64Rejects) {
+  unsigned long long v = 0;
+  for (const char* bad : {"", "-1", "+1", " 1", "1 ", "12a", "0x10", "1.5", "18446744073709551616",
+                          "99999999999999999999999"})
+    EXPECT_FALSE(parse_u64(bad, v)) << "'" << bad << "'";
+}
