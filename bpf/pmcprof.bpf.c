@@ -151,6 +151,12 @@ int read_counters(void *ctx) {
 
 /* ---- per-thread virtual counters ---- */
 
+/* A global (non-static, not inlined) function is verified once on its own; inlined into the
+ * unrolled per-event loops its branches would multiply the verifier's states. */
+__attribute__((noinline)) __u64 normalize_delta(__u64 dc, __u64 de, __u64 dr) {
+  return pmcprof_normalize(dc, de, dr);
+}
+
 /* Starts a segment: fresh readings of every event on this CPU. */
 static __always_inline void segment_start(struct thread_state *t, __u32 cpu, __u64 now) {
   t->cpu = cpu;
@@ -183,7 +189,7 @@ static __always_inline void segment_fold(struct thread_state *t, __u32 cpu, __u6
     __u64 dr = v.running - t->seg_running[i];
     if (dr == 0 && de > 0) nc = true;
     if (dr < de) mux = true;
-    t->acc[i] += pmcprof_normalize(dc, de, dr);
+    t->acc[i] += normalize_delta(dc, de, dr);
     t->seg_counter[i] = v.counter;
     t->seg_enabled[i] = v.enabled;
     t->seg_running[i] = v.running;

@@ -16,7 +16,8 @@
 #define PMCPROF_MAX_EVENTS 8
 /* Nested in-flight calls kept per thread (recursion, or f calling g, both probed). */
 #define PMCPROF_MAX_DEPTH 8
-/* Log-linear histogram: 4 buckets per power of two, values >= 2^40 in the last bucket. */
+/* Log-linear histogram: exact below 4, then 4 buckets per power of two; values from
+ * 1.75 * 2^40 up share the last bucket. */
 #define PMCPROF_HIST_SUB_BITS 2
 #define PMCPROF_HIST_BUCKETS 160
 /* Functions per run (func_id < this). */
@@ -93,9 +94,7 @@ struct pmcprof_snapshot {
   __u32 n_events;
 };
 
-/* c * e / r without 64-bit overflow for any c that fits the result: e and r are scaled down
- * together until e < 2^32, then c = q*r + rem gives q*e + rem*e/r with rem*e < 2^64.
- * Callers handle r == 0 (not counted) and r >= e (exact) before calling. */
+/* floor(log2(v)), 0 for v == 0. */
 static __always_inline __u32 pmcprof_log2(__u64 v) {
   __u32 r = 0;
   if (v >> 32) {
@@ -124,19 +123,26 @@ static __always_inline __u32 pmcprof_log2(__u64 v) {
   return r;
 }
 
-/* c * e / r without 64-bit overflow for any c that fits the result: e and r are scaled down
- * together until e < 2^32, then c = q*r + rem gives q*e + rem*e/r with rem*e < 2^64.
- * Callers handle r == 0 (not counted) and r >= e (exact) before calling. */
+/* a * b / d for b <= d (so the result is <= a) without 64-bit overflow: exact while a * b
+ * fits in 64 bits; otherwise low bits of b and d (then of a) are dropped, a relative error
+ * below 2^-30. d > b >> s stays >= 1, so no division by zero. */
+static __always_inline __u64 pmcprof_mul_div(__u64 a, __u64 b, __u64 d) {
+  if (a == 0 || b == 0) return 0;
+  __u32 la = pmcprof_log2(a), lb = pmcprof_log2(b);
+  if (la + lb < 62) return a * b / d;
+  __u32 drop = la + lb - 61;
+  __u32 from_b = drop < lb ? drop : lb;
+  b >>= from_b;
+  d >>= from_b;
+  drop -= from_b;
+  if (drop == 0) return a * b / d;
+  return ((a >> drop) * b / d) << drop;
+}
+
+/* c * e / r (r > 0) as c * (e / r) + c * (e % r) / r: the first term is exact, the second is
+ * below c. Callers handle r == 0 (not counted) and r >= e (exact) before calling. */
 static __always_inline __u64 pmcprof_scale(__u64 c, __u64 e, __u64 r) {
-  __u32 bits = pmcprof_log2(e);
-  if (bits >= 32) {
-    e >>= bits - 31;
-    r >>= bits - 31;
-  }
-  if (r == 0) return c;
-  __u64 q = c / r;
-  __u64 rem = c % r;
-  return q * e + rem * e / r;
+  return c * (e / r) + pmcprof_mul_div(c, e % r, r);
 }
 
 /* The counter delta of one on-CPU segment, normalized for multiplexing. */

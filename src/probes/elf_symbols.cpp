@@ -86,9 +86,8 @@ std::vector<std::string> match_ldconfig(const std::string& text, const std::stri
     if (arrow == std::string::npos) continue;
     std::string soname(trim(line.substr(0, line.find(" ("))));
     if (!library_name_matches(soname, name)) continue;
-    if (line.find("x86-64") == std::string::npos && line.find("(libc6)") == std::string::npos &&
-        line.find("(libc6,") != std::string::npos)
-      continue;  // another ABI (x32, i386)
+    // On x86-64 only "(libc6,x86-64)" entries are ours; "(libc6)" is i386, "x32" is x32.
+    if (line.find("x86-64") == std::string::npos) continue;
     out.emplace_back(trim(line.substr(arrow + 4)));
   }
   return out;

@@ -18,7 +18,8 @@ bool kallsyms_has_function(const std::string& text, const std::string& name) {
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     if (!(fields >> addr >> type >> sym)) continue;
-    if ((type == "t" || type == "T") && sym == name) return true;
+    // t/T: text; w/W: weak text (page_is_ram, abort, ...).
+    if ((type == "t" || type == "T" || type == "w" || type == "W") && sym == name) return true;
   }
   return false;
 }

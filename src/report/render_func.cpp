@@ -53,7 +53,8 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
         << format_grouped(static_cast<double>(f.lost), 0) << " lost, "
         << format_grouped(static_cast<double>(f.slept), 0) << " slept, "
         << format_grouped(static_cast<double>(f.migrated), 0) << " migrated";
-    if (f.multiplexed) out << ", " << f.multiplexed << " multiplexed";
+    if (f.multiplexed)
+      out << ", " << format_grouped(static_cast<double>(f.multiplexed), 0) << " multiplexed";
     out << "\n";
     out << "   " << pad_right("", 20) << pad_left("total", 16) << pad_left("mean/call", 16)
         << pad_left("p50", 14) << pad_left("p90", 14) << pad_left("p99", 14) << "\n";
@@ -84,7 +85,8 @@ void text_final(std::ostream& out, const FunctionReport& r) {
 }
 
 ojson number(double v) {
-  if (v >= 0 && v < 18446744073709551616.0 && static_cast<double>(static_cast<std::uint64_t>(v)) == v)
+  if (v >= 0 && v < 18446744073709551616.0 &&
+      static_cast<double>(static_cast<std::uint64_t>(v)) == v)
     return static_cast<std::uint64_t>(v);
   return v;
 }

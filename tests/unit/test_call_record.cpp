@@ -1,0 +1,203 @@
+// Decoding the BPF-output samples (struct pmcprof_record) the function-mode stream reads.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "../../bpf/pmcprof.h"
+#include "pmcprof/stream/call_record.hpp"
+
+using namespace pmcprof;
+
+namespace {
+
+// The BPF side sends only the header and the first n_events deltas.
+std::size_t wire_size(std::uint32_t n_events) {
+  return PMCPROF_RECORD_HEADER_SIZE + n_events * sizeof(__u64);
+}
+
+pmcprof_record sample_record() {
+  pmcprof_record r;
+  std::memset(&r, 0, sizeof(r));
+  r.func_id = 3;
+  r.pid = 4242;
+  r.tid = 4243;
+  r.cpu = 7;
+  r.cgroup_id = 0x1234567890abcdefULL;
+  r.wall_ns = 1500000;
+  r.oncpu_ns = 1200000;
+  r.flags = PMCPROF_REC_SLEPT | PMCPROF_REC_MULTIPLEXED;
+  r.n_events = 2;
+  std::memcpy(r.comm, "pingpong", 8);
+  r.delta[0] = 3000000;
+  r.delta[1] = 4500000;
+  r.delta[2] = 0xdeadbeef;  // beyond n_events: must not be decoded
+  return r;
+}
+
+// The bytes of `r` cut to `size` (as a perf sample would carry them).
+std::vector<unsigned char> bytes_of(const pmcprof_record& r, std::size_t size) {
+  std::vector<unsigned char> out(size);
+  std::memcpy(out.data(), &r, std::min(size, sizeof(r)));
+  return out;
+}
+
+}  // namespace
+
+TEST(CallRecord, LayoutMatchesBpfHeader) {
+  EXPECT_EQ(offsetof(pmcprof_record, delta), static_cast<std::size_t>(PMCPROF_RECORD_HEADER_SIZE));
+  EXPECT_EQ(offsetof(pmcprof_record, comm) + 16, offsetof(pmcprof_record, delta));
+  EXPECT_EQ(sizeof(pmcprof_record), PMCPROF_RECORD_HEADER_SIZE + PMCPROF_MAX_EVENTS * 8u);
+}
+
+TEST(CallRecord, DecodeExactSize) {
+  const pmcprof_record raw = sample_record();
+  const auto buf = bytes_of(raw, wire_size(2));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->func_id, 3u);
+  EXPECT_EQ(rec->pid, 4242u);
+  EXPECT_EQ(rec->tid, 4243u);
+  EXPECT_EQ(rec->cpu, 7u);
+  EXPECT_EQ(rec->cgroup_id, 0x1234567890abcdefULL);
+  EXPECT_EQ(rec->wall_ns, 1500000u);
+  EXPECT_EQ(rec->oncpu_ns, 1200000u);
+  EXPECT_EQ(rec->flags, PMCPROF_REC_SLEPT | PMCPROF_REC_MULTIPLEXED);
+  EXPECT_EQ(rec->comm, "pingpong");
+  ASSERT_EQ(rec->delta.size(), 2u);
+  EXPECT_EQ(rec->delta[0], 3000000u);
+  EXPECT_EQ(rec->delta[1], 4500000u);
+}
+
+TEST(CallRecord, DecodeFullSizeRecord) {
+  // A sample padded to the full struct still decodes only n_events deltas.
+  const pmcprof_record raw = sample_record();
+  const auto buf = bytes_of(raw, sizeof(raw));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->delta.size(), 2u);
+}
+
+TEST(CallRecord, DecodeTrailingPadding) {
+  // perf pads raw samples to 8 bytes (the u32 size + data): a few extra bytes are fine.
+  const pmcprof_record raw = sample_record();
+  const auto buf = bytes_of(raw, wire_size(2) + 4);
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->delta.size(), 2u);
+  EXPECT_EQ(rec->delta[1], 4500000u);
+}
+
+TEST(CallRecord, ZeroEvents) {
+  pmcprof_record raw = sample_record();
+  raw.n_events = 0;
+  const auto buf = bytes_of(raw, wire_size(0));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_TRUE(rec->delta.empty());
+  EXPECT_EQ(rec->pid, 4242u);
+}
+
+TEST(CallRecord, MaxEvents) {
+  pmcprof_record raw = sample_record();
+  raw.n_events = PMCPROF_MAX_EVENTS;
+  for (int i = 0; i < PMCPROF_MAX_EVENTS; ++i) raw.delta[i] = 100 + i;
+  const auto buf = bytes_of(raw, wire_size(PMCPROF_MAX_EVENTS));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  ASSERT_EQ(rec->delta.size(), static_cast<std::size_t>(PMCPROF_MAX_EVENTS));
+  EXPECT_EQ(rec->delta.back(), 100u + PMCPROF_MAX_EVENTS - 1);
+}
+
+TEST(CallRecord, TooShortForHeader) {
+  const pmcprof_record raw = sample_record();
+  for (std::size_t size : {std::size_t{0}, std::size_t{4}, std::size_t{32},
+                           std::size_t{PMCPROF_RECORD_HEADER_SIZE - 1}}) {
+    const auto buf = bytes_of(raw, size);
+    EXPECT_FALSE(decode_call_record(buf.data(), buf.size())) << size;
+  }
+}
+
+TEST(CallRecord, TooManyEvents) {
+  pmcprof_record raw = sample_record();
+  raw.n_events = PMCPROF_MAX_EVENTS + 1;
+  const auto buf = bytes_of(raw, sizeof(raw));
+  EXPECT_FALSE(decode_call_record(buf.data(), buf.size()));
+  raw.n_events = 0xffffffffu;  // a foreign sample: must not wrap the size check
+  const auto buf2 = bytes_of(raw, sizeof(raw));
+  EXPECT_FALSE(decode_call_record(buf2.data(), buf2.size()));
+}
+
+TEST(CallRecord, ShortOfAnnouncedDeltas) {
+  const pmcprof_record raw = sample_record();  // n_events = 2
+  for (std::size_t size : {wire_size(0), wire_size(1), wire_size(2) - 1}) {
+    const auto buf = bytes_of(raw, size);
+    EXPECT_FALSE(decode_call_record(buf.data(), buf.size())) << size;
+  }
+}
+
+TEST(CallRecord, CommFillsAllSixteenBytes) {
+  // No NUL inside comm[16]: the decoder must stop at 16 bytes, not read into delta[].
+  pmcprof_record raw = sample_record();
+  std::memcpy(raw.comm, "abcdefghijklmnop", 16);
+  const auto buf = bytes_of(raw, wire_size(2));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->comm, "abcdefghijklmnop");
+}
+
+TEST(CallRecord, EmptyComm) {
+  pmcprof_record raw = sample_record();
+  std::memset(raw.comm, 0, sizeof(raw.comm));
+  const auto buf = bytes_of(raw, wire_size(2));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->comm, "");
+}
+
+TEST(CallRecord, FlagAccessors) {
+  CallRecord r;
+  EXPECT_FALSE(r.slept());
+  EXPECT_FALSE(r.migrated());
+  EXPECT_FALSE(r.multiplexed());
+  EXPECT_FALSE(r.not_counted());
+  r.flags = PMCPROF_REC_SLEPT;
+  EXPECT_TRUE(r.slept());
+  EXPECT_FALSE(r.migrated());
+  r.flags = PMCPROF_REC_MIGRATED;
+  EXPECT_TRUE(r.migrated());
+  EXPECT_FALSE(r.slept());
+  r.flags = PMCPROF_REC_MULTIPLEXED;
+  EXPECT_TRUE(r.multiplexed());
+  EXPECT_FALSE(r.not_counted());
+  r.flags = PMCPROF_REC_NOT_COUNTED;
+  EXPECT_TRUE(r.not_counted());
+  EXPECT_FALSE(r.multiplexed());
+  r.flags =
+      PMCPROF_REC_SLEPT | PMCPROF_REC_MIGRATED | PMCPROF_REC_MULTIPLEXED | PMCPROF_REC_NOT_COUNTED;
+  EXPECT_TRUE(r.slept() && r.migrated() && r.multiplexed() && r.not_counted());
+}
+
+TEST(CallRecord, FlagsSurviveDecoding) {
+  pmcprof_record raw = sample_record();
+  raw.flags = PMCPROF_REC_MIGRATED | PMCPROF_REC_NOT_COUNTED;
+  const auto buf = bytes_of(raw, wire_size(2));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_TRUE(rec->migrated());
+  EXPECT_TRUE(rec->not_counted());
+  EXPECT_FALSE(rec->slept());
+  EXPECT_FALSE(rec->multiplexed());
+}
+
+TEST(CallRecord, FlagsAreDistinctBits) {
+  const unsigned flags[] = {PMCPROF_REC_SLEPT, PMCPROF_REC_MIGRATED, PMCPROF_REC_MULTIPLEXED,
+                            PMCPROF_REC_NOT_COUNTED};
+  unsigned all = 0;
+  for (unsigned f : flags) {
+    EXPECT_EQ(f & (f - 1), 0u) << f;  // one bit
+    EXPECT_EQ(all & f, 0u) << f;      // not shared
+    all |= f;
+  }
+}
