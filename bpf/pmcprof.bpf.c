@@ -31,7 +31,11 @@ const volatile __u32 agg_mode = PMCPROF_AGG_STREAM;
 const volatile bool follow_tgids = false;  /* count only tgids in `tracked` (and their forks) */
 const volatile bool sched_hook = true;     /* suspend/resume in-flight calls at sched_switch */
 const volatile bool agg_by_cgroup = false; /* kernel aggregation keyed by cgroup too */
-const volatile __u32 fentry_func_id = 0;   /* fentry/fexit: the one function they attach to */
+const volatile __u32 fentry_func_id = 0;
+const volatile __u32 n_cgroups = 0; /* cgroup counting: watched cgroups */
+const volatile __u32 n_filter_cgroups = 0;
+    /* function mode: count only calls in these (-G) */ /* fentry/fexit: the one function they
+                                                           attach to */
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -128,6 +132,106 @@ struct {
 
 struct pmcprof_snapshot snapshot = {};
 
+/* ---- per-cgroup counting (the BPF backend of -G / --for-each-cgroup) ----
+ * perf's bperf-cgroup idea: counters stay one per CPU and event; at every context switch
+ * (and when user space flushes) the delta since the last read on this CPU is charged to the
+ * cgroup of the task that was running and to each of its ancestors that is watched. */
+struct cgroup_count {
+  __u64 counter;
+  __u64 enabled;
+  __u64 running;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32); /* cgroup index * n_events + event */
+  __type(value, struct cgroup_count);
+  __uint(max_entries, 1); /* resized by the loader */
+} cgroup_counts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, __u64);     /* cgroup id */
+  __type(value, __u32);   /* its index */
+  __uint(max_entries, 1); /* resized by the loader */
+} cgroup_index SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32); /* event */
+  __type(value, struct bpf_perf_event_value);
+  __uint(max_entries, PMCPROF_MAX_EVENTS);
+} cgroup_last SEC(".maps");
+
+/* Function mode -G filter: a call counts when the task's cgroup is one of these or below
+ * one: its ancestor at the filter cgroup's level is that cgroup. */
+#define PMCPROF_MAX_FILTER_CGROUPS 8
+const volatile __u64 filter_cgroup_ids[PMCPROF_MAX_FILTER_CGROUPS] = {};
+const volatile __u32 filter_cgroup_levels[PMCPROF_MAX_FILTER_CGROUPS] = {};
+
+#define PMCPROF_MAX_CGROUP_LEVELS 8
+
+#define PMCPROF_NO_CGROUP 0xffffffffu
+
+static __always_inline void charge_event(__u32 i, __u32 cpu, const __u32 *found) {
+  struct bpf_perf_event_value v = {};
+  if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &v, sizeof(v)) != 0) return;
+  struct bpf_perf_event_value *last = bpf_map_lookup_elem(&cgroup_last, &i);
+  if (!last) return;
+  bool primed = last->enabled != 0;
+  __u64 dc = v.counter - last->counter, de = v.enabled - last->enabled,
+        dr = v.running - last->running;
+  *last = v;
+  if (!primed) return; /* first read on this CPU: nothing to charge yet */
+#pragma unroll
+  for (int k = 0; k < PMCPROF_MAX_CGROUP_LEVELS; k++) {
+    if (found[k] == PMCPROF_NO_CGROUP) continue;
+    __u32 slot = found[k] * n_events + i;
+    struct cgroup_count *c = bpf_map_lookup_elem(&cgroup_counts, &slot);
+    if (!c) continue;
+    c->counter += dc;
+    c->enabled += de;
+    c->running += dr;
+  }
+}
+
+static __always_inline void cgroup_charge(void) {
+  __u32 cpu = bpf_get_smp_processor_id();
+  /* Watched cgroups among the running task's cgroup and its ancestors (root is level 0). */
+  __u32 found[PMCPROF_MAX_CGROUP_LEVELS];
+  __u32 n_found = 0;
+#pragma unroll
+  for (int k = 0; k < PMCPROF_MAX_CGROUP_LEVELS; k++) found[k] = PMCPROF_NO_CGROUP;
+  for (int level = 0; level < 2 * PMCPROF_MAX_CGROUP_LEVELS; level++) {
+    __u64 id = bpf_get_current_ancestor_cgroup_id(level);
+    if (!id) break;
+    __u32 *idx = bpf_map_lookup_elem(&cgroup_index, &id);
+    if (!idx) continue;
+    if (n_found >= PMCPROF_MAX_CGROUP_LEVELS) break;
+    found[n_found & (PMCPROF_MAX_CGROUP_LEVELS - 1)] = *idx;
+    n_found++;
+  }
+  /* Fully unrolled with constant bounds: the verifier then sees straight-line code. */
+#pragma unroll
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    if (i < n_events) charge_event(i, cpu, found);
+  }
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cgroup_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  cgroup_charge(); /* current is still prev here */
+  return 0;
+}
+
+/* Run by user space on every CPU (BPF_PROG_TEST_RUN) before it reads: charges the time since
+ * the last switch to whatever task is running there. */
+SEC("raw_tp")
+int cgroup_flush(void *ctx) {
+  cgroup_charge();
+  return 0;
+}
+
 /* Counter self-test: reads every configured event on the CPU it runs on. User space runs it
  * with BPF_PROG_TEST_RUN pinned to a CPU, proving that the fds in `counters` are readable
  * from BPF with bpf_perf_event_read_value — the read function mode does at every entry/exit. */
@@ -200,7 +304,18 @@ static __always_inline void segment_fold(struct thread_state *t, __u32 cpu, __u6
   t->seg_start_ns = now;
 }
 
+static __always_inline bool in_filter_cgroups(void) {
+#pragma unroll
+  for (__u32 i = 0; i < PMCPROF_MAX_FILTER_CGROUPS; i++) {
+    if (i < n_filter_cgroups &&
+        bpf_get_current_ancestor_cgroup_id(filter_cgroup_levels[i]) == filter_cgroup_ids[i])
+      return true;
+  }
+  return false;
+}
+
 static __always_inline bool wanted(__u32 tgid) {
+  if (n_filter_cgroups && !in_filter_cgroups()) return false;
   if (!follow_tgids) return true;
   return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
 }

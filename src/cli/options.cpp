@@ -52,6 +52,18 @@ void add_stat_flags(CLI::App& stat, StatOptions& o) {
                   "Per-CPU pages of the per-call stream's ring (power of two)")
       ->type_name("N");
   stat.add_flag("-v,--verbose", o.verbose, "Say what is opened and attached");
+  stat.add_option("-G,--cgroup", o.cgroups,
+                  "Count per cgroup (v2; paths under its mount or absolute; comma list); with "
+                  "--func, count only calls from these cgroups")
+      ->type_name("CGROUPS")
+      ->allow_extra_args(false);
+  stat.add_option("--for-each-cgroup", o.for_each_cgroup,
+                  "Count every cgroup below a directory, or matching a regular expression")
+      ->type_name("DIR_OR_REGEX")
+      ->allow_extra_args(false);
+  stat.add_option("--cgroup-backend", o.cgroup_backend,
+                  "Per-cgroup counting: auto, fd (perf_event_open per cgroup) or bpf")
+      ->type_name("NAME");
 }
 
 // Turns CLI11's parse errors into pmcprof's one-line form.

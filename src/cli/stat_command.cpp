@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "pmcprof/cli/stat_options.hpp"
+#include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/counters/cpu_list.hpp"
 #include "pmcprof/report/aggregate.hpp"
 #include "pmcprof/run/counting_run.hpp"
@@ -59,6 +60,16 @@ CountingPlan make_plan(const StatOptions& opts, std::vector<ResolvedGroup> group
       plan.cpus = online;
     }
   }
+  plan.cgroup_backend = parse_cgroup_backend(opts.cgroup_backend);
+  if (!opts.cgroups.empty() || !opts.for_each_cgroup.empty()) {
+    const std::string mount = cgroup2_mount_point();
+    std::vector<std::string> names;
+    for (const auto& g : opts.cgroups)
+      for (const auto& n : split(g, ',')) names.push_back(n);
+    plan.cgroups = open_cgroups(names, mount);
+    for (const auto& spec : opts.for_each_cgroup)
+      for (auto& cg : expand_for_each_cgroup(spec, mount)) plan.cgroups.push_back(std::move(cg));
+  }
   if (plan.pid && !process_exists(*plan.pid))
     throw UserError("no process with PID " + std::to_string(*plan.pid),
                     "check the PID with ps; it may have exited");
@@ -115,6 +126,18 @@ void validate_stat_options(const StatOptions& opts) {
     throw UserError("-p/-t attach to a running task; they cannot be combined with a command", hint);
   if (opts.per_cpu && !cpus)
     throw UserError("-A/--per-cpu needs system-wide counting (-a or -C)", "add -a");
+  const bool per_cgroup = !opts.cgroups.empty() || !opts.for_each_cgroup.empty();
+  if (!opts.for_each_cgroup.empty() && !opts.funcs.empty())
+    throw UserError(
+        "--for-each-cgroup counts per cgroup; with --func use -G to filter and "
+        "--by cgroup to break down",
+        hint);
+  if (per_cgroup && opts.funcs.empty()) {
+    if (!cpus)
+      throw UserError("per-cgroup counting (-G, --for-each-cgroup) is system-wide: add -a",
+                      "e.g. pmcprof stat -a -G system.slice -- sleep 1");
+    if (opts.per_cpu) throw UserError("-A cannot be combined with -G/--for-each-cgroup", hint);
+  }
   if (!opts.funcs.empty()) {
     if (opts.tid || opts.cpu_list || opts.per_cpu || opts.repeat > 1)
       throw UserError("--func cannot be combined with -t, -C, -A or -r",
@@ -149,6 +172,12 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.sched_hook = !opts.no_sched_hook;
   plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);
   plan.verbose = opts.verbose;
+  if (!opts.cgroups.empty()) {
+    std::vector<std::string> names;
+    for (const auto& g : opts.cgroups)
+      for (const auto& n : split(g, ',')) names.push_back(n);
+    plan.filter_cgroups = open_cgroups(names, cgroup2_mount_point());
+  }
   return plan;
 }
 

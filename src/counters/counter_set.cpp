@@ -37,6 +37,12 @@ CounterTarget CounterTarget::system_wide(std::vector<int> cpus) {
   return t;
 }
 
+CounterTarget CounterTarget::cgroup(std::vector<int> cpus, int cgroup_fd) {
+  CounterTarget t = system_wide(std::move(cpus));
+  t.cgroup_fd = cgroup_fd;
+  return t;
+}
+
 CounterTarget CounterTarget::tasks(std::vector<pid_t> tids, bool inherit, bool enable_on_exec) {
   CounterTarget t;
   t.kind = Kind::threads;
@@ -87,19 +93,22 @@ void CounterSet::open_group(std::size_t group_index, std::size_t instance) {
   Group& group = groups_[group_index];
   const bool per_cpu = target_.kind == CounterTarget::Kind::cpus;
   const int cpu = per_cpu ? target_.cpus[instance] : -1;
-  const pid_t pid = per_cpu ? -1 : target_.threads[instance];
+  // A cgroup target passes the cgroup's directory fd as "pid" (PERF_FLAG_PID_CGROUP).
+  const bool cgroup = per_cpu && target_.cgroup_fd >= 0;
+  const pid_t pid = cgroup ? target_.cgroup_fd : per_cpu ? -1 : target_.threads[instance];
+  const unsigned long flags = cgroup ? PERF_FLAG_PID_CGROUP : 0;
   for (std::size_t idx : group.members) {
     Event& e = events_[idx];
     const int leader = group.leader_per_instance[instance];
     perf_event_attr attr = e.event.attr;
     prepare_counter_attr(attr, leader < 0, target_);
     const int group_fd = leader < 0 ? -1 : events_[leader].fds[instance].get();
-    int fd = sys_perf_event_open(attr, pid, cpu, group_fd, 0);
+    int fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
     if (fd == -EACCES && !per_cpu && !attr.exclude_kernel) {
       // Like perf stat: without CAP_PERFMON and with perf_event_paranoid >= 2, a task may
       // still count its own user space. Count that and say so in the name (":u").
       attr.exclude_kernel = attr.exclude_hv = 1;
-      fd = sys_perf_event_open(attr, pid, cpu, group_fd, 0);
+      fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
       if (fd >= 0) {
         e.event.attr.exclude_kernel = e.event.attr.exclude_hv = 1;
         e.event.spec.text += e.event.spec.modifiers.empty() ? ":u" : "u";

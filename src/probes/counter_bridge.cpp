@@ -12,7 +12,9 @@
 namespace pmcprof {
 
 CounterBridge CounterBridge::load(const CounterSet& counters) {
-  return CounterBridge(PmcprofObject::load(counters, BpfConfig{}));
+  BpfConfig config;
+  config.counter_selftest = true;
+  return CounterBridge(PmcprofObject::load(counters, config));
 }
 
 BpfCounterSnapshot CounterBridge::read_on_cpu(int cpu) const {

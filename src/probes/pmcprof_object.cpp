@@ -61,13 +61,39 @@ PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& c
   skel->rodata->sched_hook = config.sched_hook;
   skel->rodata->agg_by_cgroup = config.agg_by_cgroup;
   skel->rodata->fentry_func_id = config.fentry_func_id;
+  skel->rodata->n_cgroups = static_cast<__u32>(config.count_cgroup_ids.size());
+  skel->rodata->n_filter_cgroups = static_cast<__u32>(config.filter_cgroups.size());
+  if (config.filter_cgroups.size() > 8)
+    throw UserError("at most 8 cgroups can filter function mode (-G), got " +
+                    std::to_string(config.filter_cgroups.size()));
+  for (std::size_t i = 0; i < config.filter_cgroups.size(); ++i) {
+    skel->rodata->filter_cgroup_ids[i] = config.filter_cgroups[i].first;
+    skel->rodata->filter_cgroup_levels[i] = config.filter_cgroups[i].second;
+  }
   const __u32 slots =
       static_cast<__u32>(std::max<std::size_t>(1, obj.bpf_events_.size()) * obj.n_cpus_);
   bpf_map__set_max_entries(skel->maps.counters, slots);
   bpf_map__set_max_entries(skel->maps.records, static_cast<__u32>(obj.n_cpus_));
+  const std::size_t n_cg = std::max<std::size_t>(1, config.count_cgroup_ids.size());
+  bpf_map__set_max_entries(
+      skel->maps.cgroup_counts,
+      static_cast<__u32>(n_cg * std::max<std::size_t>(1, obj.bpf_events_.size())));
+  bpf_map__set_max_entries(skel->maps.cgroup_index, static_cast<__u32>(n_cg));
+
   // fentry/fexit need their target at load time, and this kernel may refuse them: load them
   // only for the fentry backend.
   const bool fentry = config.fentry_target.has_value();
+  const bool cgroups = !config.count_cgroup_ids.empty();
+  bpf_program__set_autoload(skel->progs.read_counters, config.counter_selftest);
+  bpf_program__set_autoload(skel->progs.cgroup_switch, cgroups);
+  bpf_program__set_autoload(skel->progs.cgroup_flush, cgroups);
+  bpf_program__set_autoload(skel->progs.func_entry, config.probe_programs);
+  bpf_program__set_autoload(skel->progs.func_exit, config.probe_programs);
+  bpf_program__set_autoload(skel->progs.syscall_entry, config.syscall_programs);
+  bpf_program__set_autoload(skel->progs.syscall_exit, config.syscall_programs);
+  bpf_program__set_autoload(skel->progs.on_switch, config.function_mode && config.sched_hook);
+  bpf_program__set_autoload(skel->progs.on_fork, config.function_mode && config.follow_tgids);
+  bpf_program__set_autoload(skel->progs.on_task_exit, config.function_mode);
   bpf_program__set_autoload(skel->progs.func_fentry, fentry);
   bpf_program__set_autoload(skel->progs.func_fexit, fentry);
   if (fentry) {
@@ -89,6 +115,11 @@ PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& c
         throw SystemError("cannot put a counter fd into the BPF counter array: " +
                           errno_string(errno));
     }
+  }
+  for (std::size_t i = 0; i < config.count_cgroup_ids.size(); ++i) {
+    const __u64 id = config.count_cgroup_ids[i];
+    const __u32 idx = static_cast<__u32>(i);
+    bpf_map_update_elem(bpf_map__fd(skel->maps.cgroup_index), &id, &idx, BPF_ANY);
   }
   return obj;
 }

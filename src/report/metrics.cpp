@@ -22,9 +22,12 @@ constexpr EventKind kLlcLoadMisses{PERF_TYPE_HW_CACHE, PERF_COUNT_HW_CACHE_LL |
                                                            (PERF_COUNT_HW_CACHE_OP_READ << 8) |
                                                            (PERF_COUNT_HW_CACHE_RESULT_MISS << 16)};
 
-const CounterRow* find(const CountingReport& r, EventKind kind, const std::optional<int>& cpu) {
+// The row of `kind` that belongs with `near`: same CPU (-A) and same cgroup.
+const CounterRow* find(const CountingReport& r, EventKind kind, const CounterRow& near) {
   for (const auto& row : r.counters)
-    if (row.kind == kind && row.cpu == cpu && row.status == CounterStatus::ok) return &row;
+    if (row.kind == kind && row.cpu == near.cpu && row.cgroup_id == near.cgroup_id &&
+        row.status == CounterStatus::ok)
+      return &row;
   return nullptr;
 }
 
@@ -39,22 +42,21 @@ std::optional<Metric> ratio(const CounterRow& num, const CounterRow* den, const 
 
 std::optional<Metric> derive_metric(const CountingReport& r, const CounterRow& row) {
   if (row.status != CounterStatus::ok) return std::nullopt;
-  const auto& cpu = row.cpu;
   if (row.kind == kTaskClock || row.kind == kCpuClock) {
     if (r.elapsed_ns == 0) return std::nullopt;
     return Metric{row.value / static_cast<double>(r.elapsed_ns), "CPUs utilized", false};
   }
-  if (row.kind == kInstructions) return ratio(row, find(r, kCycles, cpu), "insn per cycle", false);
+  if (row.kind == kInstructions) return ratio(row, find(r, kCycles, row), "insn per cycle", false);
   if (row.kind == kBranchMisses)
-    return ratio(row, find(r, kBranches, cpu), "of all branches", true);
+    return ratio(row, find(r, kBranches, row), "of all branches", true);
   if (row.kind == kCacheMisses)
-    return ratio(row, find(r, kCacheRefs, cpu), "of all cache refs", true);
+    return ratio(row, find(r, kCacheRefs, row), "of all cache refs", true);
   if (row.kind == kLlcLoadMisses)
-    return ratio(row, find(r, kLlcLoads, cpu), "of all LL-cache accesses", true);
+    return ratio(row, find(r, kLlcLoads, row), "of all LL-cache accesses", true);
 
   // Everything else: a rate per second of on-CPU time, as perf prints beside task-clock.
-  const CounterRow* clock = find(r, kTaskClock, cpu);
-  if (!clock) clock = find(r, kCpuClock, cpu);
+  const CounterRow* clock = find(r, kTaskClock, row);
+  if (!clock) clock = find(r, kCpuClock, row);
   if (!clock || clock->value <= 0) return std::nullopt;
   const double per_sec = row.value / (clock->value / 1e9);
   if (row.kind == kCycles) return Metric{per_sec / 1e9, "GHz", false};

@@ -124,6 +124,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
     fj["function"] = f.function;
     fj["backend"] = f.backend;
     if (!r.by.empty()) fj[r.by] = f.by_value;
+    if (f.cgroup_id) fj["cgroup_id"] = *f.cgroup_id;
     fj["calls"] = f.calls;
     fj["not_counted"] = f.not_counted;
     fj["lost"] = f.lost;

@@ -25,6 +25,11 @@ ojson counter_json(const CountingReport& report, const CounterRow& row) {
   ojson c;
   c["event"] = row.event;
   if (row.cpu) c["cpu"] = *row.cpu;
+  if (row.cgroup) {
+    c["cgroup"] = *row.cgroup;
+    c["cgroup_id"] = row.cgroup_id.value_or(0);
+    c["cgroup_removed"] = row.cgroup_removed;
+  }
   c["value"] = row.status == CounterStatus::ok ? number(row.value) : ojson(nullptr);
   c["unit"] = row.unit.empty() ? "count" : row.unit;
   c["status"] = to_string(row.status);
@@ -54,6 +59,7 @@ ojson report_json(const CountingReport& report, const char* type) {
   if (report.elapsed_stddev_pct) j["elapsed_stddev_pct"] = *report.elapsed_stddev_pct;
   j["interrupted"] = report.interrupted;
   j["exit_status"] = report.exit_status ? ojson(*report.exit_status) : ojson(nullptr);
+  if (!report.cgroup_backend.empty()) j["cgroup_backend"] = report.cgroup_backend;
   ojson counters = ojson::array();
   for (const auto& row : report.counters) counters.push_back(counter_json(report, row));
   j["counters"] = std::move(counters);

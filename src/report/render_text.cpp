@@ -59,6 +59,8 @@ std::string counter_line(const CountingReport& report, const CounterRow& row) {
   }
   if (row.cpu) line += pad_right("CPU" + std::to_string(*row.cpu), 8);
   line += value_field(row) + " " + unit_field(row) + " " + pad_right(row.event, kEventWidth);
+  if (row.cgroup)
+    line += " " + pad_right(*row.cgroup + (row.cgroup_removed ? " (removed)" : ""), 24);
   std::string metric = metric_field(report, row);
   std::string noise = noise_field(row);
   bool multiplexed = row.status == CounterStatus::ok && row.running_pct < 100.0;

@@ -1,6 +1,7 @@
 #include "pmcprof/run/counting_run.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/counters/cpu_list.hpp"
+#include "pmcprof/probes/bpf_cgroup_counter.hpp"
 #include "pmcprof/report/aggregate.hpp"
 #include "pmcprof/run/run_loop.hpp"
 #include "pmcprof/run/workload.hpp"
@@ -53,7 +55,7 @@ CounterTarget make_target(const CountingPlan& plan, const Workload* workload) {
 }
 
 std::vector<EventSeries> series_of(const CounterSet& set,
-                                   const std::vector<std::vector<RawCount>>& counts) {
+                                   const std::vector<std::vector<RawCount>>& counts, bool summed) {
   std::vector<EventSeries> out;
   const CounterTarget& t = set.target();
   for (std::size_t e = 0; e < set.event_count(); ++e) {
@@ -62,22 +64,145 @@ std::vector<EventSeries> series_of(const CounterSet& set,
     s.kind = {set.event(e).attr.type, set.event(e).attr.config};
     s.unit = set.event(e).unit;
     s.supported = set.supported(e);
-    for (std::size_t i = 0; i < t.instance_count(); ++i) s.instance_ids.push_back(t.instance_id(i));
+    if (summed) {
+      s.instance_ids.push_back(-1);
+    } else {
+      for (std::size_t i = 0; i < t.instance_count(); ++i)
+        s.instance_ids.push_back(t.instance_id(i));
+    }
     s.counts = counts[e];
     out.push_back(std::move(s));
   }
   return out;
 }
 
-std::vector<std::vector<RawCount>> subtract(const std::vector<std::vector<RawCount>>& now,
-                                            const std::vector<std::vector<RawCount>>& before) {
-  auto out = now;
-  for (std::size_t e = 0; e < now.size(); ++e)
-    for (std::size_t i = 0; i < now[e].size(); ++i) out[e][i] = delta(now[e][i], before[e][i]);
+// Cumulative counts of a run: [scope][event][instance]. A scope is the whole target, or one
+// cgroup.
+using Snapshot = std::vector<std::vector<std::vector<RawCount>>>;
+
+Snapshot subtract(const Snapshot& now, const Snapshot& before) {
+  Snapshot out = now;
+  for (std::size_t g = 0; g < now.size(); ++g)
+    for (std::size_t e = 0; e < now[g].size(); ++e)
+      for (std::size_t i = 0; i < now[g][e].size(); ++i)
+        out[g][e][i] = delta(now[g][e][i], before[g][e][i]);
   return out;
 }
 
+// The counters of one counting run, whatever the backend: one CounterSet for a task or the
+// system, one per cgroup (fd backend), or one system-wide set read by BPF per cgroup.
+class RunCounters {
+ public:
+  RunCounters(const CountingPlan& plan, const Workload* workload) : plan_(plan) {
+    if (plan.cgroups.empty()) {
+      sets_.push_back(CounterSet::open(plan.groups, make_target(plan, workload)));
+      return;
+    }
+    backend_ = resolve_cgroup_backend(plan.cgroup_backend, plan.cgroups.size());
+    if (backend_ == CgroupBackend::fd) {
+      for (const auto& cg : plan.cgroups)
+        sets_.push_back(
+            CounterSet::open(plan.groups, CounterTarget::cgroup(plan.cpus, cg.fd.get())));
+      return;
+    }
+    sets_.push_back(CounterSet::open(plan.groups, CounterTarget::system_wide(plan.cpus)));
+  }
+
+  bool per_cgroup() const { return !plan_.cgroups.empty(); }
+  CgroupBackend backend() const { return backend_; }
+
+  void enable() {
+    for (auto& s : sets_) s.enable();
+    if (per_cgroup() && backend_ == CgroupBackend::bpf) {
+      std::vector<std::uint64_t> ids;
+      for (const auto& cg : plan_.cgroups) ids.push_back(cg.id);
+      bpf_.emplace(BpfCgroupCounter::start(sets_.front(), ids));
+    }
+  }
+  void disable() {
+    if (bpf_) last_bpf_ = bpf_->read();  // charge the last stretch before counters stop
+    for (auto& s : sets_) s.disable();
+  }
+
+  Snapshot read() {
+    Snapshot snap;
+    if (bpf_ || last_bpf_) {
+      auto per_cgroup = bpf_ && !stopped_ ? bpf_->read() : *last_bpf_;
+      for (auto& events : per_cgroup) {
+        std::vector<std::vector<RawCount>> scope;
+        for (auto& c : events) scope.push_back({c});
+        snap.push_back(std::move(scope));
+      }
+      return snap;
+    }
+    for (const auto& s : sets_) snap.push_back(s.read());
+    return snap;
+  }
+  void stop() { stopped_ = last_bpf_.has_value(); }
+
+  std::vector<CounterRow> rows(const Snapshot& snap) const {
+    std::vector<CounterRow> rows;
+    for (std::size_t g = 0; g < snap.size(); ++g) {
+      const CounterSet& set = sets_[sets_.size() == 1 ? 0 : g];
+      const bool summed = bpf_.has_value();
+      auto scope_rows = aggregate_rows(series_of(set, snap[g], summed), plan_.per_cpu);
+      for (auto& row : scope_rows) {
+        if (per_cgroup()) {
+          row.cgroup = plan_.cgroups[g].path;
+          row.cgroup_id = plan_.cgroups[g].id;
+        }
+        rows.push_back(std::move(row));
+      }
+    }
+    return rows;
+  }
+
+  // Marks the rows of cgroups that no longer exist (removed while counting).
+  void mark_removed(std::vector<CounterRow>& rows) const {
+    for (auto& row : rows) {
+      if (!row.cgroup_id) continue;
+      for (const auto& cg : plan_.cgroups) {
+        if (cg.id != *row.cgroup_id) continue;
+        struct stat st {};
+        row.cgroup_removed = ::stat(cg.abs_path.c_str(), &st) != 0 || st.st_ino != cg.id;
+      }
+    }
+  }
+
+ private:
+  const CountingPlan& plan_;
+  CgroupBackend backend_ = CgroupBackend::fd;
+  std::vector<CounterSet> sets_;
+  std::optional<BpfCgroupCounter> bpf_;
+  std::optional<std::vector<std::vector<RawCount>>> last_bpf_;
+  bool stopped_ = false;
+};
+
 }  // namespace
+
+CgroupBackend parse_cgroup_backend(const std::string& text) {
+  if (text == "auto") return CgroupBackend::automatic;
+  if (text == "fd") return CgroupBackend::fd;
+  if (text == "bpf") return CgroupBackend::bpf;
+  throw UserError("unknown --cgroup-backend '" + text + "'", "use auto, fd or bpf");
+}
+
+const char* to_string(CgroupBackend b) {
+  switch (b) {
+    case CgroupBackend::automatic:
+      return "auto";
+    case CgroupBackend::fd:
+      return "fd";
+    case CgroupBackend::bpf:
+      return "bpf";
+  }
+  return "?";
+}
+
+CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups) {
+  if (requested != CgroupBackend::automatic) return requested;
+  return n_cgroups > kCgroupBpfThreshold ? CgroupBackend::bpf : CgroupBackend::fd;
+}
 
 std::string describe_target(const CountingPlan& plan) {
   if (plan.system_wide)
@@ -97,8 +222,7 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
   std::optional<Workload> workload;
   if (!plan.command.empty()) workload.emplace(Workload::prepare(plan.command, signals.previous()));
 
-  CounterSet counters =
-      CounterSet::open(plan.groups, make_target(plan, workload ? &*workload : nullptr));
+  RunCounters counters(plan, workload ? &*workload : nullptr);
   const bool attach_to_workload = workload && !plan.system_wide;
   Fd target_pidfd;
   if (plan.pid) target_pidfd = open_target_pidfd(*plan.pid, false);
@@ -106,6 +230,7 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
 
   CountingReport base;
   base.target = describe_target(plan);
+  if (counters.per_cgroup()) base.cgroup_backend = to_string(counters.backend());
 
   // With a workload attached per task, enable_on_exec starts the counters at exec;
   // everything else is enabled now, right before the workload is let go.
@@ -120,16 +245,16 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
   loop_opts.target_pidfd = target_pidfd.get();
   RunLoop loop(signals, loop_opts);
 
-  auto previous = counters.read();
+  Snapshot previous = counters.read();
   std::uint64_t previous_ns = start;
   auto on_interval = [&] {
-    auto now = counters.read();
+    Snapshot now = counters.read();
     const std::uint64_t now_ns = monotonic_ns();
     CountingReport r = base;
     r.elapsed_ns = now_ns - previous_ns;
     r.interval_s = static_cast<double>(now_ns - start) / 1e9;
     r.timestamp_unix_ns = realtime_ns();
-    r.counters = aggregate_rows(series_of(counters, subtract(now, previous)), plan.per_cpu);
+    r.counters = counters.rows(subtract(now, previous));
     if (intervals) intervals->interval(r);
     previous = std::move(now);
     previous_ns = now_ns;
@@ -151,13 +276,16 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
   } else if (why == StopReason::signal) {
     outcome.exit_code = 0;
   }
-  auto totals = counters.read();
+  counters.stop();
+  Snapshot totals = counters.read();
   CountingReport& r = outcome.report;
   r.target = base.target;
+  r.cgroup_backend = base.cgroup_backend;
   r.elapsed_ns = end - start;
   r.timestamp_unix_ns = realtime_ns();
   r.interrupted = why == StopReason::signal;
-  r.counters = aggregate_rows(series_of(counters, totals), plan.per_cpu);
+  r.counters = counters.rows(totals);
+  counters.mark_removed(r.counters);
   return outcome;
 }
 

@@ -256,6 +256,20 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   config.follow_tgids = !plan.system_wide && (workload || plan.pid);
   config.sched_hook = plan.sched_hook;
   config.agg_by_cgroup = plan.by == Breakdown::cgroup;
+  for (const auto& cg : plan.filter_cgroups) {
+    // Level below the v2 root: "/" is 0, "/a" is 1, "/a/b" is 2.
+    std::uint32_t level = 0;
+    if (cg.path != "/")
+      for (char c : cg.path) level += c == '/';
+    config.filter_cgroups.emplace_back(cg.id, level);
+  }
+  std::optional<CgroupNames> cgroup_names;
+  if (plan.by == Breakdown::cgroup) cgroup_names.emplace(cgroup2_mount_point());
+  config.function_mode = true;
+  for (const auto& p : points) {
+    config.probe_programs |= p.backend == ProbeBackend::uprobe || p.backend == ProbeBackend::kprobe;
+    config.syscall_programs |= p.backend == ProbeBackend::tracepoint;
+  }
   for (const auto& p : points)
     if (p.backend == ProbeBackend::fentry) {
       config.fentry_target = p.target.name;
@@ -312,9 +326,18 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
       for (const auto& [key, s] : stats) {
         if (key.first != p.func_id) continue;
         any = true;
-        r.functions.push_back(make_func_row(p.target.text, to_string(p.backend), key.second, s,
+        std::string by_value = key.second;
+        std::optional<std::uint64_t> cgroup_id;
+        if (cgroup_names) {
+          // Ids come from the kernel; the path is resolved now (or the last known one if the
+          // cgroup has gone since).
+          cgroup_id = std::stoull(key.second);
+          by_value = cgroup_names->name_of(*cgroup_id);
+        }
+        r.functions.push_back(make_func_row(p.target.text, to_string(p.backend), by_value, s,
                                             plan.by == Breakdown::none ? lost_of(p.func_id) : 0,
                                             infos));
+        r.functions.back().cgroup_id = cgroup_id;
       }
       if (!any)
         r.functions.push_back(make_func_row(p.target.text, to_string(p.backend), "",

@@ -35,6 +35,10 @@ struct StatOptions {
   bool no_sched_hook = false;      // --no-sched-hook
   long long buffer_pages = 256;    // --buffer-pages
   bool verbose = false;            // -v
+  // Per-cgroup counting / filtering.
+  std::vector<std::string> cgroups;          // -G, comma lists, repeatable
+  std::vector<std::string> for_each_cgroup;  // --for-each-cgroup DIR_OR_REGEX
+  std::string cgroup_backend = "auto";       // --cgroup-backend auto|fd|bpf
 };
 
 // Checks flag combinations that are wrong whatever the machine; throws UserError.

@@ -20,8 +20,10 @@ struct CounterTarget {
   std::vector<pid_t> threads;   // Kind::threads: the tids to count (cpu = -1)
   bool inherit = false;         // also count children created after the counter
   bool enable_on_exec = false;  // start counting when the target calls exec (workloads)
+  int cgroup_fd = -1;           // Kind::cpus: count only tasks of this cgroup v2 (and below)
 
   static CounterTarget system_wide(std::vector<int> cpus);
+  static CounterTarget cgroup(std::vector<int> cpus, int cgroup_fd);
   static CounterTarget tasks(std::vector<pid_t> tids, bool inherit, bool enable_on_exec);
   bool system_wide_target() const { return kind == Kind::cpus; }
   std::size_t instance_count() const { return kind == Kind::cpus ? cpus.size() : threads.size(); }

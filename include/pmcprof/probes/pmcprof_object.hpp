@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pmcprof/counters/counter_set.hpp"
 
@@ -24,14 +25,24 @@ struct BpfLinkDeleter {
 };
 using BpfLink = std::unique_ptr<bpf_link, BpfLinkDeleter>;
 
-// How the BPF side is configured (rodata) and sized (max_entries) before load.
+// How the BPF side is configured (rodata) and sized (max_entries) before load, and which
+// programs it needs: the verifier takes tens of ms per program, so only those are loaded.
 struct BpfConfig {
-  std::uint32_t agg_mode = 0;  // PMCPROF_AGG_* bits
-  bool follow_tgids = false;   // count only tracked processes and their descendants
-  bool sched_hook = true;      // suspend/resume in-flight calls at sched_switch
+  bool counter_selftest = false;  // read_counters (CounterBridge)
+  bool probe_programs = false;    // func_entry / func_exit: kprobes and uprobes
+  bool syscall_programs = false;  // syscall_entry / syscall_exit: syscall tracepoints
+  bool function_mode = false;     // on_switch, on_fork, on_task_exit
+  std::uint32_t agg_mode = 0;     // PMCPROF_AGG_* bits
+  bool follow_tgids = false;      // count only tracked processes and their descendants
+  bool sched_hook = true;         // suspend/resume in-flight calls at sched_switch
   bool agg_by_cgroup = false;
   std::optional<std::string> fentry_target;  // load fentry/fexit for this kernel function
   std::uint32_t fentry_func_id = 0;
+  // Per-cgroup counting (BPF backend): cgroup ids, index = position.
+  std::vector<std::uint64_t> count_cgroup_ids;
+  // Function mode -G filter: (cgroup id, level below the v2 root) of each cgroup whose
+  // tasks' calls count (theirs and their descendants').
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> filter_cgroups;
 };
 
 // The loaded BPF object with the counter fds of every (supported) event in its `counters`

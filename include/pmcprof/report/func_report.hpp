@@ -32,7 +32,8 @@ struct FuncEventRow {
 struct FuncRow {
   std::string function;  // as given to --func
   std::string backend;   // fentry, kprobe, uprobe, tracepoint
-  std::string by_value;  // the --by key ("" without --by)
+  std::string by_value;  // the --by key ("" without --by); the cgroup's path for --by cgroup
+  std::optional<std::uint64_t> cgroup_id;  // --by cgroup
   std::uint64_t calls = 0;
   std::uint64_t not_counted = 0;
   std::uint64_t lost = 0;  // records of this function the stream dropped

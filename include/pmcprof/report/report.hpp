@@ -30,8 +30,11 @@ struct CounterRow {
   std::uint64_t enabled_ns = 0;
   std::uint64_t running_ns = 0;
   double running_pct = 0;
-  std::optional<int> cpu;            // -A/--per-cpu
-  std::optional<double> stddev_pct;  // -r N: relative stddev of the mean, in %
+  std::optional<int> cpu;                  // -A/--per-cpu
+  std::optional<std::string> cgroup;       // -G / --for-each-cgroup: path under the v2 mount
+  std::optional<std::uint64_t> cgroup_id;  // its id (kernfs inode)
+  bool cgroup_removed = false;             // the cgroup was removed while counting
+  std::optional<double> stddev_pct;        // -r N: relative stddev of the mean, in %
 };
 
 // A counting-mode report: the whole run, one interval (-I), or the mean of -r runs.
@@ -44,6 +47,7 @@ struct CountingReport {
   std::uint64_t timestamp_unix_ns = 0;  // wall clock when this report's counts were read
   bool interrupted = false;             // stopped by SIGINT/SIGTERM
   std::optional<int> exit_status;       // the workload's exit status, when there is one
+  std::string cgroup_backend;           // "fd" or "bpf" when counting per cgroup
   std::vector<CounterRow> counters;
 };
 

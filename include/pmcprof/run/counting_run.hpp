@@ -7,11 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/events/event_resolver.hpp"
 #include "pmcprof/report/render.hpp"
 #include "pmcprof/report/report.hpp"
 
 namespace pmcprof {
+
+// How per-cgroup counts are taken: perf_event_open per (cgroup, CPU, event), or per-CPU
+// counters read in BPF at every context switch and charged to cgroups.
+enum class CgroupBackend { automatic, fd, bpf };
+CgroupBackend parse_cgroup_backend(const std::string& text);
+const char* to_string(CgroupBackend b);
+// More cgroups than this and the automatic choice is the BPF backend: the fd backend needs
+// cgroups x CPUs x events descriptors, the BPF backend CPUs x events.
+inline constexpr std::size_t kCgroupBpfThreshold = 16;
+CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups);
 
 // What a counting run counts and for how long.
 struct CountingPlan {
@@ -25,6 +36,8 @@ struct CountingPlan {
   bool per_cpu = false;              // -A
   std::optional<std::uint64_t> interval_ms;
   std::optional<std::uint64_t> timeout_ms;
+  std::vector<Cgroup> cgroups;  // -G / --for-each-cgroup (with -a)
+  CgroupBackend cgroup_backend = CgroupBackend::automatic;
 };
 
 struct CountingOutcome {

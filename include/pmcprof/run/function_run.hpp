@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/events/event_resolver.hpp"
 #include "pmcprof/probes/target_spec.hpp"
 #include "pmcprof/report/func_report.hpp"
@@ -33,6 +34,7 @@ struct FunctionPlan {
   bool sched_hook = true;
   std::size_t buffer_pages = 256;
   bool verbose = false;
+  std::vector<Cgroup> filter_cgroups;  // -G: only calls from tasks in these (or below)
 };
 
 struct FunctionOutcome {

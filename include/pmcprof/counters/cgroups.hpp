@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pmcprof/util/fd.hpp"
+
+namespace pmcprof {
+
+// One cgroup v2 directory pmcprof counts or filters on.
+struct Cgroup {
+  std::string path;      // relative to the v2 mount, "/" for the root, e.g. "/system.slice/x"
+  std::string abs_path;  // on this machine's filesystem
+  std::uint64_t id = 0;  // kernfs inode number: what bpf_get_current_cgroup_id() returns
+  Fd fd;                 // O_RDONLY directory fd (perf_event_open PERF_FLAG_PID_CGROUP, BPF)
+};
+
+// Finds the cgroup v2 mount (/proc/self/mountinfo). Throws UserError when there is none,
+// naming what was found instead (v1 only).
+std::string cgroup2_mount_point();
+
+// Relative path under `mount` for an absolute path inside it ("/" for the mount itself).
+std::string cgroup_relative_path(const std::string& mount, const std::string& abs_path);
+
+// Opens the cgroups named by -G (comma list; paths relative to the v2 mount or absolute).
+// Throws UserError for one that does not exist (naming the mount searched) or a v1 path.
+std::vector<Cgroup> open_cgroups(const std::vector<std::string>& names, const std::string& mount);
+
+// --for-each-cgroup: every cgroup below a directory (relative or absolute), or, when the
+// argument is not a directory, every cgroup whose relative path matches it as an ECMAScript
+// regex. Throws UserError when nothing matches.
+std::vector<Cgroup> expand_for_each_cgroup(const std::string& spec, const std::string& mount);
+
+// Every cgroup directory below `root_abs` (recursively, not `root_abs` itself), sorted.
+std::vector<std::string> list_cgroup_dirs(const std::string& root_abs);
+
+// Cgroup ids to paths, for reports: walks the v2 tree, and remembers ids whose cgroup has
+// gone under their last known path.
+class CgroupNames {
+ public:
+  explicit CgroupNames(std::string mount) : mount_(std::move(mount)) {}
+  void remember(std::uint64_t id, const std::string& path) { names_[id] = path; }
+  // Path for an id: a known one, else a fresh walk of the tree, else "cgroup-id:N".
+  std::string name_of(std::uint64_t id);
+  bool exists(std::uint64_t id);
+
+ private:
+  void rescan();
+  std::string mount_;
+  std::map<std::uint64_t, std::string> names_;
+  std::map<std::uint64_t, bool> alive_;
+};
+
+}  // namespace pmcprof

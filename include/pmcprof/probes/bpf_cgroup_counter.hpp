@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pmcprof/counters/counter_set.hpp"
+#include "pmcprof/counters/scaling.hpp"
+#include "pmcprof/probes/pmcprof_object.hpp"
+
+namespace pmcprof {
+
+// The BPF backend of per-cgroup counting: one counter per CPU and event (a system-wide
+// CounterSet) read at every context switch, deltas charged to the running task's cgroup and
+// its watched ancestors. File descriptors stay CPUs x events however many cgroups.
+class BpfCgroupCounter {
+ public:
+  // Loads and attaches; counters must be system-wide and enabled.
+  static BpfCgroupCounter start(const CounterSet& counters, const std::vector<std::uint64_t>& ids);
+
+  // Charges what ran since the last switch on every CPU, then returns the cumulative counts
+  // [cgroup][counter-set event] (summed over CPUs; unsupported events read as zero).
+  std::vector<std::vector<RawCount>> read();
+
+ private:
+  BpfCgroupCounter(PmcprofObject obj, std::size_t n_cgroups, std::size_t n_counter_events,
+                   std::vector<int> cpus)
+      : object_(std::move(obj)),
+        n_cgroups_(n_cgroups),
+        n_counter_events_(n_counter_events),
+        cpus_(std::move(cpus)) {}
+  void flush();
+  PmcprofObject object_;
+  BpfLink link_;
+  std::size_t n_cgroups_;
+  std::size_t n_counter_events_;
+  std::vector<int> cpus_;
+};
+
+}  // namespace pmcprof

@@ -1,0 +1,69 @@
+#include "pmcprof/probes/bpf_cgroup_counter.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+
+#include "pmcprof.h"
+#include "pmcprof.skel.h"
+#include "pmcprof/util/error.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+struct CgroupCount {  // struct cgroup_count in bpf/pmcprof.bpf.c
+  std::uint64_t counter, enabled, running;
+};
+
+}  // namespace
+
+BpfCgroupCounter BpfCgroupCounter::start(const CounterSet& counters,
+                                         const std::vector<std::uint64_t>& ids) {
+  BpfConfig config;
+  config.count_cgroup_ids = ids;
+  PmcprofObject obj = PmcprofObject::load(counters, config);
+  std::vector<int> cpus;
+  for (std::size_t i = 0; i < counters.target().instance_count(); ++i)
+    cpus.push_back(counters.target().instance_id(i));
+  BpfCgroupCounter c(std::move(obj), ids.size(), counters.event_count(), std::move(cpus));
+  c.flush();  // prime every CPU's last reading before charging anything
+  bpf_link* link = bpf_program__attach(c.object_.skel()->progs.cgroup_switch);
+  if (!link)
+    throw UserError("cannot attach the cgroup counting hook (sched_switch): " + errno_string(errno),
+                    "use --cgroup-backend fd; 'pmcprof doctor' shows what this kernel allows",
+                    kExitFailure);
+  c.link_.reset(link);
+  return c;
+}
+
+void BpfCgroupCounter::flush() {
+  const int prog_fd = bpf_program__fd(object_.skel()->progs.cgroup_flush);
+  for (int cpu : cpus_) {
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU,
+                .cpu = static_cast<__u32>(cpu));
+    bpf_prog_test_run_opts(prog_fd, &opts);
+  }
+}
+
+std::vector<std::vector<RawCount>> BpfCgroupCounter::read() {
+  flush();
+  std::vector<std::vector<RawCount>> out(n_cgroups_, std::vector<RawCount>(n_counter_events_));
+  const int fd = bpf_map__fd(object_.skel()->maps.cgroup_counts);
+  const int ncpus = libbpf_num_possible_cpus();
+  std::vector<CgroupCount> values(static_cast<std::size_t>(ncpus));
+  const std::size_t n_bpf = object_.bpf_event_count();
+  for (std::size_t cg = 0; cg < n_cgroups_; ++cg) {
+    for (std::size_t b = 0; b < n_bpf; ++b) {
+      const __u32 slot = static_cast<__u32>(cg * n_bpf + b);
+      if (bpf_map_lookup_elem(fd, &slot, values.data()) != 0) continue;
+      RawCount sum;
+      for (const auto& v : values) sum += RawCount{v.counter, v.enabled, v.running};
+      out[cg][object_.counter_event(b)] = sum;
+    }
+  }
+  return out;
+}
+
+}  // namespace pmcprof
