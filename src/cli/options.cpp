@@ -35,8 +35,8 @@ void add_stat_flags(CLI::App& stat, StatOptions& o) {
   stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
       ->type_name("FILE");
   stat.add_option("--func", o.funcs,
-                  "Per-call deltas of FUNC: kernel NAME, syscall:NAME, PATH:SYMBOL, LIB:SYMBOL, "
-                  ":SYMBOL (with -p); repeatable")
+                  "Per-call deltas of FUNC: kernel NAME or kernel:NAME, syscall:NAME, PATH:SYMBOL, "
+                  "LIB:SYMBOL, :SYMBOL (with -p); repeatable")
       ->type_name("FUNC")
       ->allow_extra_args(false);
   stat.add_option("--backend", o.backend, "Kernel function probes: auto, fentry or kprobe")

@@ -126,6 +126,9 @@ void validate_stat_options(const StatOptions& opts) {
     throw UserError("-p/-t attach to a running task; they cannot be combined with a command", hint);
   if (opts.per_cpu && !cpus)
     throw UserError("-A/--per-cpu needs system-wide counting (-a or -C)", "add -a");
+  if (opts.json && opts.csv_separator) throw UserError("-j and -x cannot be combined", hint);
+  if (opts.csv_separator && opts.csv_separator->empty())
+    throw UserError("-x needs a separator, e.g. -x ,", hint);
   const bool per_cgroup = !opts.cgroups.empty() || !opts.for_each_cgroup.empty();
   if (!opts.for_each_cgroup.empty() && !opts.funcs.empty())
     throw UserError(
@@ -138,6 +141,18 @@ void validate_stat_options(const StatOptions& opts) {
                       "e.g. pmcprof stat -a -G system.slice -- sleep 1");
     if (opts.per_cpu) throw UserError("-A cannot be combined with -G/--for-each-cgroup", hint);
   }
+  if (opts.funcs.empty()) {
+    // Function-mode flags without --func would be silently ignored: say so instead.
+    const char* func_only = opts.backend != "auto"         ? "--backend"
+                            : opts.aggregate != "auto"     ? "--aggregate"
+                            : opts.by                      ? "--by"
+                            : opts.no_sched_hook           ? "--no-sched-hook"
+                            : opts.buffer_pages != 256     ? "--buffer-pages"
+                                                           : nullptr;
+    if (func_only)
+      throw UserError(std::string(func_only) + " applies to function mode only: add --func",
+                      "e.g. pmcprof stat --func syscall:getppid " + std::string(func_only) + " ...");
+  }
   if (!opts.funcs.empty()) {
     if (opts.tid || opts.cpu_list || opts.per_cpu || opts.repeat > 1)
       throw UserError("--func cannot be combined with -t, -C, -A or -r",
@@ -147,9 +162,6 @@ void validate_stat_options(const StatOptions& opts) {
   if (!cpus && !opts.pid && !opts.tid && opts.command.empty())
     throw UserError("nothing to count: give a command, -a, -C, -p or -t",
                     "e.g. pmcprof stat -a -- sleep 1");
-  if (opts.json && opts.csv_separator) throw UserError("-j and -x cannot be combined", hint);
-  if (opts.csv_separator && opts.csv_separator->empty())
-    throw UserError("-x needs a separator, e.g. -x ,", hint);
 }
 
 FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {

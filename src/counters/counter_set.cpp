@@ -104,7 +104,7 @@ void CounterSet::open_group(std::size_t group_index, std::size_t instance) {
     prepare_counter_attr(attr, leader < 0, target_);
     const int group_fd = leader < 0 ? -1 : events_[leader].fds[instance].get();
     int fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
-    if (fd == -EACCES && !per_cpu && !attr.exclude_kernel) {
+    if (fd == -EACCES && !per_cpu && !e.event.spec.modifiers.restricts_privilege()) {
       // Like perf stat: without CAP_PERFMON and with perf_event_paranoid >= 2, a task may
       // still count its own user space. Count that and say so in the name (":u").
       attr.exclude_kernel = attr.exclude_hv = 1;

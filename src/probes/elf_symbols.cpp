@@ -171,7 +171,7 @@ ElfFunction find_elf_function(const std::string& path, const std::string& symbol
                         (has_symtab ? ""
                                     : " (the file is stripped: it has no .symtab, only "
                                       "exported .dynsym symbols)"),
-                    has_symtab ? "list its functions with: nm -C " + path
+                    has_symtab ? "list its functions with: nm " + path
                                : "use an unstripped build or its debug symbols, or an exported "
                                  "function (nm -D " +
                                      path + ")");

@@ -55,6 +55,10 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
         << format_grouped(static_cast<double>(f.migrated), 0) << " migrated";
     if (f.multiplexed)
       out << ", " << format_grouped(static_cast<double>(f.multiplexed), 0) << " multiplexed";
+    if (f.depth_overflow || f.unmatched_exits)
+      out << ", " << format_grouped(static_cast<double>(f.depth_overflow), 0)
+          << " too deep, " << format_grouped(static_cast<double>(f.unmatched_exits), 0)
+          << " unmatched returns (not measured)";
     out << "\n";
     out << "   " << pad_right("", 20) << pad_left("total", 16) << pad_left("mean/call", 16)
         << pad_left("p50", 14) << pad_left("p90", 14) << pad_left("p99", 14) << "\n";
@@ -131,6 +135,8 @@ ojson report_json(const FunctionReport& r, const char* type) {
     fj["slept"] = f.slept;
     fj["migrated"] = f.migrated;
     fj["multiplexed"] = f.multiplexed;
+    fj["depth_overflow"] = f.depth_overflow;
+    fj["unmatched_exits"] = f.unmatched_exits;
     fj["wall_ns"] = number(f.wall.total);
     fj["oncpu_ns"] = number(f.oncpu.total);
     fj["wall"] = dist_json(f.wall);

@@ -338,6 +338,8 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
                                             plan.by == Breakdown::none ? lost_of(p.func_id) : 0,
                                             infos));
         r.functions.back().cgroup_id = cgroup_id;
+        r.functions.back().depth_overflow = fstats[p.func_id].depth_overflow;
+        r.functions.back().unmatched_exits = fstats[p.func_id].unmatched_exit;
       }
       if (!any)
         r.functions.push_back(make_func_row(p.target.text, to_string(p.backend), "",
@@ -365,14 +367,30 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   RunLoop loop(signals, loop_opts);
 
   std::map<FuncKey, FuncStats> kernel_prev;
+  std::vector<pmcprof_func_stats> fstats_prev(points.size());
+  // Per-interval view of the kernel's per-function bookkeeping.
+  auto fstats_delta = [](std::vector<pmcprof_func_stats> now,
+                         const std::vector<pmcprof_func_stats>& before) {
+    for (std::size_t i = 0; i < now.size() && i < before.size(); ++i) {
+      now[i].emitted -= std::min(now[i].emitted, before[i].emitted);
+      now[i].lost -= std::min(now[i].lost, before[i].lost);
+      now[i].depth_overflow -= std::min(now[i].depth_overflow, before[i].depth_overflow);
+      now[i].unmatched_exit -= std::min(now[i].unmatched_exit, before[i].unmatched_exit);
+    }
+    return now;
+  };
+  std::uint64_t stream_lost_prev = 0;
   std::uint64_t previous_ns = start;
   auto on_interval = [&] {
     const std::uint64_t now_ns = monotonic_ns();
     FunctionReport r;
-    auto fstats = read_func_stats(skel, points.size());
+    auto fstats_now = read_func_stats(skel, points.size());
+    auto fstats = fstats_delta(fstats_now, fstats_prev);
+    fstats_prev = std::move(fstats_now);
     if (stream) {
       stream->drain();
-      r = build_report(stream_interval.stats(), fstats, "stream", stream->lost());
+      r = build_report(stream_interval.stats(), fstats, "stream", stream->lost() - stream_lost_prev);
+      stream_lost_prev = stream->lost();
       stream_interval = StreamAggregator(n_events, plan.by);
     } else {
       auto now = read_kernel_aggregates(skel, n_events, plan.by);

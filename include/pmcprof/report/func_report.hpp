@@ -40,6 +40,10 @@ struct FuncRow {
   std::uint64_t slept = 0;
   std::uint64_t migrated = 0;
   std::uint64_t multiplexed = 0;
+  // Calls seen but not measured: nested deeper than the BPF stack, or returns without a
+  // matching entry (the probe was attached mid-call, or a return was missed).
+  std::uint64_t depth_overflow = 0;
+  std::uint64_t unmatched_exits = 0;
   Distribution wall;   // ns
   Distribution oncpu;  // ns
   std::vector<FuncEventRow> events;
