@@ -52,6 +52,7 @@ void add_stat_flags(CLI::App& stat, StatOptions& o) {
                   "Per-CPU pages of the per-call stream's ring (power of two)")
       ->type_name("N");
   stat.add_flag("-v,--verbose", o.verbose, "Say what is opened and attached");
+  stat.add_flag("-q,--quiet", o.quiet, "Print nothing but the report (and errors)");
   stat.add_option("-G,--cgroup", o.cgroups,
                   "Count per cgroup (v2; paths under its mount or absolute; comma list); with "
                   "--func, count only calls from these cgroups")
@@ -95,6 +96,16 @@ int run_cli(int argc, char** argv) {
   list->add_flag("-j,--json", list_opts.json, "JSON output");
   list->add_flag("--names", list_opts.names_only, "One event name a line (for completion)");
 
+  ServeOptions serve_opts;
+  CLI::App* serve = app.add_subcommand(
+      "serve", "Count continuously and serve /metrics to Prometheus (stat's event options)");
+  add_stat_flags(*serve, serve_opts.stat);
+  serve
+      ->add_option("--listen", serve_opts.listen,
+                   "ADDR:PORT to serve on (default 127.0.0.1:9464; other addresses only when "
+                   "given)")
+      ->type_name("ADDR:PORT");
+
   DoctorOptions doctor_opts;
   CLI::App* doctor = app.add_subcommand("doctor", "Probe what this kernel allows");
   doctor->add_flag("-j,--json", doctor_opts.json, "JSON output");
@@ -122,6 +133,10 @@ int run_cli(int argc, char** argv) {
       if (!stat_opts.command.empty() && stat_opts.command.front() == "--")
         stat_opts.command.erase(stat_opts.command.begin());
       return run_stat_command(stat_opts);
+    }
+    if (serve->parsed()) {
+      serve_opts.stat.events_given = serve->count("--event") > 0;
+      return run_serve_command(serve_opts);
     }
     if (list->parsed()) return run_list_command(list_opts, std::cout);
     if (doctor->parsed()) return run_doctor_command(doctor_opts, std::cout);

@@ -40,11 +40,26 @@ class ReportSink {
   std::ostream* stream_ = &std::cerr;
 };
 
-CountingPlan make_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
+RenderOptions render_options(const StatOptions& opts) {
+  RenderOptions r;
+  r.intervals = opts.interval_ms.has_value();
+  if (opts.json)
+    r.format = OutputFormat::json;
+  else if (opts.csv_separator) {
+    r.format = OutputFormat::csv;
+    r.csv_separator = *opts.csv_separator;
+  }
+  return r;
+}
+
+}  // namespace
+
+CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
   CountingPlan plan;
   plan.groups = std::move(groups);
   plan.command = opts.command;
   plan.per_cpu = opts.per_cpu;
+  plan.verbose = opts.verbose;
   if (opts.interval_ms) plan.interval_ms = static_cast<std::uint64_t>(*opts.interval_ms);
   if (opts.timeout_ms) plan.timeout_ms = static_cast<std::uint64_t>(*opts.timeout_ms);
   if (opts.pid) plan.pid = static_cast<pid_t>(*opts.pid);
@@ -78,20 +93,6 @@ CountingPlan make_plan(const StatOptions& opts, std::vector<ResolvedGroup> group
                     "check the TID with ps -L; it may have exited");
   return plan;
 }
-
-RenderOptions render_options(const StatOptions& opts) {
-  RenderOptions r;
-  r.intervals = opts.interval_ms.has_value();
-  if (opts.json)
-    r.format = OutputFormat::json;
-  else if (opts.csv_separator) {
-    r.format = OutputFormat::csv;
-    r.csv_separator = *opts.csv_separator;
-  }
-  return r;
-}
-
-}  // namespace
 
 void validate_stat_options(const StatOptions& opts) {
   const std::string hint = "see 'pmcprof stat --help'";
@@ -143,15 +144,16 @@ void validate_stat_options(const StatOptions& opts) {
   }
   if (opts.funcs.empty()) {
     // Function-mode flags without --func would be silently ignored: say so instead.
-    const char* func_only = opts.backend != "auto"         ? "--backend"
-                            : opts.aggregate != "auto"     ? "--aggregate"
-                            : opts.by                      ? "--by"
-                            : opts.no_sched_hook           ? "--no-sched-hook"
-                            : opts.buffer_pages != 256     ? "--buffer-pages"
-                                                           : nullptr;
+    const char* func_only = opts.backend != "auto"     ? "--backend"
+                            : opts.aggregate != "auto" ? "--aggregate"
+                            : opts.by                  ? "--by"
+                            : opts.no_sched_hook       ? "--no-sched-hook"
+                            : opts.buffer_pages != 256 ? "--buffer-pages"
+                                                       : nullptr;
     if (func_only)
-      throw UserError(std::string(func_only) + " applies to function mode only: add --func",
-                      "e.g. pmcprof stat --func syscall:getppid " + std::string(func_only) + " ...");
+      throw UserError(
+          std::string(func_only) + " applies to function mode only: add --func",
+          "e.g. pmcprof stat --func syscall:getppid " + std::string(func_only) + " ...");
   }
   if (!opts.funcs.empty()) {
     if (opts.tid || opts.cpu_list || opts.per_cpu || opts.repeat > 1)
@@ -209,7 +211,7 @@ int run_stat_command(const StatOptions& opts) {
   EventResolver resolver(pfm);
   auto specs = opts.events_given ? parse_event_list(join(opts.events, ",")) : default_events();
   if (!opts.funcs.empty()) return run_function_stat(opts, resolver.resolve(specs));
-  CountingPlan plan = make_plan(opts, resolver.resolve(specs));
+  CountingPlan plan = make_counting_plan(opts, resolver.resolve(specs));
 
   ReportSink sink(opts.output);
   auto renderer = make_renderer(render_options(opts), sink.stream());

@@ -41,6 +41,8 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
   row.multiplexed = s.multiplexed;
   row.wall = distribution(s.wall_sum, s.calls, s.wall);
   row.oncpu = distribution(s.oncpu_sum, s.calls, s.oncpu);
+  row.wall_histogram = s.wall;
+  row.oncpu_histogram = s.oncpu;
   for (const auto& info : events) {
     FuncEventRow e;
     e.event = info.event;
@@ -50,6 +52,7 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
       e.per_call.status = CounterStatus::not_supported;
     } else if (*info.bpf_index < s.sum.size()) {
       e.per_call = distribution(s.sum[*info.bpf_index], s.counted_calls(), s.hist[*info.bpf_index]);
+      e.histogram = s.hist[*info.bpf_index];
     }
     row.events.push_back(std::move(e));
   }

@@ -56,8 +56,8 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
     if (f.multiplexed)
       out << ", " << format_grouped(static_cast<double>(f.multiplexed), 0) << " multiplexed";
     if (f.depth_overflow || f.unmatched_exits)
-      out << ", " << format_grouped(static_cast<double>(f.depth_overflow), 0)
-          << " too deep, " << format_grouped(static_cast<double>(f.unmatched_exits), 0)
+      out << ", " << format_grouped(static_cast<double>(f.depth_overflow), 0) << " too deep, "
+          << format_grouped(static_cast<double>(f.unmatched_exits), 0)
           << " unmatched returns (not measured)";
     out << "\n";
     out << "   " << pad_right("", 20) << pad_left("total", 16) << pad_left("mean/call", 16)

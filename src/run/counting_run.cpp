@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iostream>
 
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/counters/cpu_list.hpp"
@@ -243,7 +244,15 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
   loop_opts.timeout_ms = plan.timeout_ms;
   loop_opts.workload_pidfd = workload ? workload->pidfd() : -1;
   loop_opts.target_pidfd = target_pidfd.get();
+  loop_opts.readers = plan.readers;
   RunLoop loop(signals, loop_opts);
+  if (plan.verbose)
+    std::cerr << "pmcprof: counting " << base.target << ": " << plan.groups.size()
+              << " event group(s)"
+              << (counters.per_cgroup() ? ", " + std::to_string(plan.cgroups.size()) +
+                                              " cgroup(s), backend " + base.cgroup_backend
+                                        : std::string())
+              << "\n";
 
   Snapshot previous = counters.read();
   std::uint64_t previous_ns = start;
@@ -259,7 +268,16 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
     previous = std::move(now);
     previous_ns = now_ns;
   };
+  if (plan.on_live)
+    plan.on_live([&] {
+      CountingReport r = base;
+      r.elapsed_ns = monotonic_ns() - start;
+      r.timestamp_unix_ns = realtime_ns();
+      r.counters = counters.rows(counters.read());
+      return r;
+    });
   StopReason why = loop.run(on_interval);
+  if (plan.on_live) plan.on_live({});
   if (!attach_to_workload) counters.disable();
   const std::uint64_t end = monotonic_ns();
 

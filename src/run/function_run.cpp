@@ -364,6 +364,7 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   if (plan.pid) target_pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, *plan.pid, 0)));
   loop_opts.target_pidfd = target_pidfd.get();
   if (stream) loop_opts.readers.push_back({stream->epoll_fd(), [&] { stream->drain(); }});
+  for (const auto& r : plan.readers) loop_opts.readers.push_back(r);
   RunLoop loop(signals, loop_opts);
 
   std::map<FuncKey, FuncStats> kernel_prev;
@@ -389,7 +390,8 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
     fstats_prev = std::move(fstats_now);
     if (stream) {
       stream->drain();
-      r = build_report(stream_interval.stats(), fstats, "stream", stream->lost() - stream_lost_prev);
+      r = build_report(stream_interval.stats(), fstats, "stream",
+                       stream->lost() - stream_lost_prev);
       stream_lost_prev = stream->lost();
       stream_interval = StreamAggregator(n_events, plan.by);
     } else {
@@ -406,7 +408,22 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
     if (intervals) intervals->interval(r);
     previous_ns = now_ns;
   };
+  if (plan.on_live)
+    plan.on_live([&] {
+      auto fstats = read_func_stats(skel, points.size());
+      FunctionReport r;
+      if (stream) {
+        stream->drain();
+        r = build_report(stream_total.stats(), fstats, "stream", stream->lost());
+      } else {
+        r = build_report(read_kernel_aggregates(skel, n_events, plan.by), fstats, "kernel", 0);
+      }
+      r.elapsed_ns = monotonic_ns() - start;
+      r.timestamp_unix_ns = realtime_ns();
+      return r;
+    });
   StopReason why = loop.run(on_interval);
+  if (plan.on_live) plan.on_live({});
   const std::uint64_t end = monotonic_ns();
 
   // Detach first so no call is half-recorded, then read what the kernel holds.

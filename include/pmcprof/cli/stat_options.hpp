@@ -35,6 +35,7 @@ struct StatOptions {
   bool no_sched_hook = false;      // --no-sched-hook
   long long buffer_pages = 256;    // --buffer-pages
   bool verbose = false;            // -v
+  bool quiet = false;              // -q: nothing but the report (and errors)
   // Per-cgroup counting / filtering.
   std::vector<std::string> cgroups;          // -G, comma lists, repeatable
   std::vector<std::string> for_each_cgroup;  // --for-each-cgroup DIR_OR_REGEX
@@ -44,7 +45,21 @@ struct StatOptions {
 // Checks flag combinations that are wrong whatever the machine; throws UserError.
 void validate_stat_options(const StatOptions& opts);
 
+struct CountingPlan;
+struct FunctionPlan;
+struct ResolvedGroup;
+// Turns checked flags into what a run needs (resolving CPUs, cgroups, targets).
+CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups);
+FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups);
+
 // `pmcprof stat`: returns the exit code.
 int run_stat_command(const StatOptions& opts);
+
+// `pmcprof serve`: stat's options plus where to serve /metrics.
+struct ServeOptions {
+  StatOptions stat;
+  std::string listen = "127.0.0.1:9464";
+};
+int run_serve_command(const ServeOptions& opts);
 
 }  // namespace pmcprof

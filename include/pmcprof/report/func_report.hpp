@@ -26,6 +26,7 @@ struct FuncEventRow {
   EventKind kind;
   std::string unit;  // "ns" for clocks, "" for counts
   Distribution per_call;
+  Histogram histogram;  // per-call values (Prometheus histograms)
 };
 
 // One function (or one function and one --by value) in a function-mode report.
@@ -46,6 +47,8 @@ struct FuncRow {
   std::uint64_t unmatched_exits = 0;
   Distribution wall;   // ns
   Distribution oncpu;  // ns
+  Histogram wall_histogram;
+  Histogram oncpu_histogram;
   std::vector<FuncEventRow> events;
 };
 

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "pmcprof/events/event_resolver.hpp"
 #include "pmcprof/report/render.hpp"
 #include "pmcprof/report/report.hpp"
+#include "pmcprof/run/run_loop.hpp"
 
 namespace pmcprof {
 
@@ -38,6 +40,11 @@ struct CountingPlan {
   std::optional<std::uint64_t> timeout_ms;
   std::vector<Cgroup> cgroups;  // -G / --for-each-cgroup (with -a)
   CgroupBackend cgroup_backend = CgroupBackend::automatic;
+  bool verbose = false;
+  // For `serve`: more fds for the run loop, and a callback given a function that returns the
+  // counts so far once counting is live (and an empty function when it stops).
+  std::vector<RunLoopOptions::Reader> readers;
+  std::function<void(std::function<CountingReport()>)> on_live;
 };
 
 struct CountingOutcome {

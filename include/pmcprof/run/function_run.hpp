@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "pmcprof/events/event_resolver.hpp"
 #include "pmcprof/probes/target_spec.hpp"
 #include "pmcprof/report/func_report.hpp"
+#include "pmcprof/run/run_loop.hpp"
 #include "pmcprof/stream/func_stats.hpp"
 
 namespace pmcprof {
@@ -35,6 +37,9 @@ struct FunctionPlan {
   std::size_t buffer_pages = 256;
   bool verbose = false;
   std::vector<Cgroup> filter_cgroups;  // -G: only calls from tasks in these (or below)
+  // For `serve`, as in CountingPlan.
+  std::vector<RunLoopOptions::Reader> readers;
+  std::function<void(std::function<FunctionReport()>)> on_live;
 };
 
 struct FunctionOutcome {

@@ -26,6 +26,7 @@ class Histogram {
   void subtract(const Histogram& o);  // interval deltas; clamps at 0
 
   std::uint64_t count() const { return total_; }
+  std::uint64_t bucket_count(std::uint32_t b) const { return b < kBuckets ? counts_[b] : 0; }
   // p in [0, 1]; 0 when empty.
   double percentile(double p) const;
 

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "pmcprof/report/func_report.hpp"
+#include "pmcprof/report/report.hpp"
+
+namespace pmcprof {
+
+struct PrometheusStatus {
+  bool up = false;            // counting is live (false while starting up)
+  std::uint64_t scrapes = 0;  // this one included
+  std::string mode;           // "counting" or "function"
+};
+
+// The Prometheus text exposition format (version 0.0.4) of a report: pmcprof_ prefix,
+// counters end in _total, base units (seconds), labels event / cpu / cgroup / function.
+// Either report may be null (start-up: only pmcprof's own health is served).
+std::string render_prometheus(const CountingReport* counting, const FunctionReport* functions,
+                              const PrometheusStatus& status);
+
+// Escapes a label value: backslash, double quote and newline.
+std::string prometheus_escape(const std::string& value);
+
+}  // namespace pmcprof

@@ -1,0 +1,206 @@
+#include "pmcprof/report/prometheus.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "pmcprof/stream/histogram.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+std::string fmt(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  else
+    std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+std::string label_text(const Labels& labels) {
+  if (labels.empty()) return {};
+  std::string out = "{";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (i) out += ",";
+    out += labels[i].first + "=\"" + prometheus_escape(labels[i].second) + "\"";
+  }
+  return out + "}";
+}
+
+// Collects samples per metric so each metric's HELP/TYPE is written once, samples after it.
+class Exposition {
+ public:
+  void add(const std::string& name, const char* type, const char* help, const Labels& labels,
+           double value) {
+    auto& m = metrics_[name];
+    if (m.type.empty()) {
+      m.type = type;
+      m.help = help;
+      order_.push_back(name);
+    }
+    m.samples.push_back(name + label_text(labels) + " " + fmt(value));
+  }
+  // A histogram's _bucket/_sum/_count lines, with power-of-two bucket bounds (scaled by
+  // `unit`, e.g. 1e-9 for ns -> seconds).
+  void histogram(const std::string& name, const char* help, const Labels& labels,
+                 const Histogram& h, double sum, double unit) {
+    auto& m = metrics_[name];
+    if (m.type.empty()) {
+      m.type = "histogram";
+      m.help = help;
+      order_.push_back(name);
+    }
+    // Cumulative counts at le = 2^k: buckets are 4 per power of two, so every 4th boundary.
+    std::uint64_t cumulative = 0;
+    std::uint32_t b = 0;
+    for (int k = 0; k <= 40; ++k) {
+      const std::uint64_t bound = std::uint64_t{1} << k;
+      while (b < Histogram::kBuckets && Histogram::bucket_upper(b) <= bound)
+        cumulative += h.bucket_count(b++);
+      Labels l = labels;
+      l.emplace_back("le", fmt(static_cast<double>(bound) * unit));
+      m.samples.push_back(name + "_bucket" + label_text(l) + " " +
+                          fmt(static_cast<double>(cumulative)));
+    }
+    Labels inf = labels;
+    inf.emplace_back("le", "+Inf");
+    m.samples.push_back(name + "_bucket" + label_text(inf) + " " +
+                        fmt(static_cast<double>(h.count())));
+    m.samples.push_back(name + "_sum" + label_text(labels) + " " + fmt(sum * unit));
+    m.samples.push_back(name + "_count" + label_text(labels) + " " +
+                        fmt(static_cast<double>(h.count())));
+  }
+  std::string text() const {
+    std::ostringstream out;
+    for (const auto& name : order_) {
+      const auto& m = metrics_.at(name);
+      out << "# HELP " << name << " " << m.help << "\n# TYPE " << name << " " << m.type << "\n";
+      for (const auto& s : m.samples) out << s << "\n";
+    }
+    return out.str();
+  }
+
+ private:
+  struct Metric {
+    std::string type, help;
+    std::vector<std::string> samples;
+  };
+  std::map<std::string, Metric> metrics_;
+  std::vector<std::string> order_;
+};
+
+void counting_metrics(Exposition& x, const CountingReport& r) {
+  for (const auto& row : r.counters) {
+    Labels labels{{"event", row.event}};
+    if (row.cpu) labels.emplace_back("cpu", std::to_string(*row.cpu));
+    if (row.cgroup) labels.emplace_back("cgroup", *row.cgroup);
+    x.add("pmcprof_event_supported", "gauge",
+          "1 when the kernel accepted the event, 0 when it is not supported here.", labels,
+          row.status == CounterStatus::not_supported ? 0 : 1);
+    if (row.status == CounterStatus::not_supported) continue;
+    const double value = row.status == CounterStatus::ok ? row.value : 0;
+    if (row.unit == "ns")
+      x.add("pmcprof_event_seconds_total", "counter",
+            "Clock events (task-clock, cpu-clock), scaled for multiplexing, in seconds.", labels,
+            value / 1e9);
+    else
+      x.add("pmcprof_event_total", "counter", "Event counts, scaled for multiplexing.", labels,
+            value);
+    x.add("pmcprof_event_enabled_seconds_total", "counter",
+          "Time the event was enabled, summed over CPUs.", labels,
+          static_cast<double>(row.enabled_ns) / 1e9);
+    x.add("pmcprof_event_running_seconds_total", "counter",
+          "Time the event was on the PMU, summed over CPUs (less than enabled: multiplexed).",
+          labels, static_cast<double>(row.running_ns) / 1e9);
+  }
+}
+
+void function_metrics(Exposition& x, const FunctionReport& r) {
+  x.add("pmcprof_lost_records_total", "counter",
+        "Per-call records the stream lost (totals are then lower bounds).", {},
+        static_cast<double>(r.lost));
+  for (const auto& f : r.functions) {
+    Labels fl{{"function", f.function}};
+    if (!f.by_value.empty() && !r.by.empty()) fl.emplace_back(r.by, f.by_value);
+    Labels info = fl;
+    info.emplace_back("backend", f.backend);
+    x.add("pmcprof_probe_info", "gauge", "The backend each probed function is attached with.", info,
+          1);
+    x.add("pmcprof_function_calls_total", "counter", "Completed calls.", fl,
+          static_cast<double>(f.calls));
+    x.add("pmcprof_function_not_counted_calls_total", "counter",
+          "Calls whose counters did not run (kept in calls, not in event sums).", fl,
+          static_cast<double>(f.not_counted));
+    x.add("pmcprof_function_lost_records_total", "counter",
+          "Records of this function the stream dropped.", fl, static_cast<double>(f.lost));
+    x.histogram("pmcprof_function_wall_seconds", "Wall time per call.", fl, f.wall_histogram,
+                f.wall.total, 1e-9);
+    x.histogram("pmcprof_function_oncpu_seconds", "On-CPU time per call.", fl, f.oncpu_histogram,
+                f.oncpu.total, 1e-9);
+    for (const auto& e : f.events) {
+      if (e.per_call.status == CounterStatus::not_supported) continue;
+      Labels el = fl;
+      el.emplace_back("event", e.event);
+      if (e.unit == "ns") {
+        x.add("pmcprof_function_event_seconds_total", "counter",
+              "Clock events summed over counted calls, in seconds.", el, e.per_call.total / 1e9);
+        x.histogram("pmcprof_function_event_seconds_per_call", "Clock event per call.", el,
+                    e.histogram, e.per_call.total, 1e-9);
+      } else {
+        x.add("pmcprof_function_event_total", "counter", "Events summed over counted calls.", el,
+              e.per_call.total);
+        x.histogram("pmcprof_function_event_per_call", "Events per call.", el, e.histogram,
+                    e.per_call.total, 1);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string prometheus_escape(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string render_prometheus(const CountingReport* counting, const FunctionReport* functions,
+                              const PrometheusStatus& status) {
+  Exposition x;
+  x.add("pmcprof_up", "gauge", "1 while pmcprof is counting, 0 while it starts.", {},
+        status.up ? 1 : 0);
+  x.add("pmcprof_build_info", "gauge", "pmcprof's version and mode.",
+        {{"version", PMCPROF_VERSION}, {"mode", status.mode}}, 1);
+  x.add("pmcprof_scrapes_total", "counter", "Scrapes served, this one included.", {},
+        static_cast<double>(status.scrapes));
+  if (counting) {
+    x.add("pmcprof_elapsed_seconds", "gauge", "Time counted so far.", {},
+          static_cast<double>(counting->elapsed_ns) / 1e9);
+    counting_metrics(x, *counting);
+  }
+  if (functions) {
+    x.add("pmcprof_elapsed_seconds", "gauge", "Time counted so far.", {},
+          static_cast<double>(functions->elapsed_ns) / 1e9);
+    function_metrics(x, *functions);
+  }
+  return x.text();
+}
+
+}  // namespace pmcprof
