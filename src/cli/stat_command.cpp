@@ -60,6 +60,7 @@ CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.command = opts.command;
   plan.per_cpu = opts.per_cpu;
   plan.verbose = opts.verbose;
+  plan.quiet = opts.quiet;
   if (opts.interval_ms) plan.interval_ms = static_cast<std::uint64_t>(*opts.interval_ms);
   if (opts.timeout_ms) plan.timeout_ms = static_cast<std::uint64_t>(*opts.timeout_ms);
   if (opts.pid) plan.pid = static_cast<pid_t>(*opts.pid);
@@ -186,6 +187,7 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.sched_hook = !opts.no_sched_hook;
   plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);
   plan.verbose = opts.verbose;
+  plan.quiet = opts.quiet;
   if (!opts.cgroups.empty()) {
     std::vector<std::string> names;
     for (const auto& g : opts.cgroups)

@@ -16,6 +16,7 @@
 #include "pmcprof/run/run_loop.hpp"
 #include "pmcprof/run/workload.hpp"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/progress.hpp"
 #include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
@@ -101,9 +102,12 @@ class RunCounters {
     }
     backend_ = resolve_cgroup_backend(plan.cgroup_backend, plan.cgroups.size());
     if (backend_ == CgroupBackend::fd) {
-      for (const auto& cg : plan.cgroups)
+      Progress progress("opening cgroup counters", plan.cgroups.size(), plan.quiet);
+      for (const auto& cg : plan.cgroups) {
         sets_.push_back(
             CounterSet::open(plan.groups, CounterTarget::cgroup(plan.cpus, cg.fd.get())));
+        progress.step(sets_.size());
+      }
       return;
     }
     sets_.push_back(CounterSet::open(plan.groups, CounterTarget::system_wide(plan.cpus)));
@@ -246,7 +250,7 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
   loop_opts.target_pidfd = target_pidfd.get();
   loop_opts.readers = plan.readers;
   RunLoop loop(signals, loop_opts);
-  if (plan.verbose)
+  if (plan.verbose && !plan.quiet)
     std::cerr << "pmcprof: counting " << base.target << ": " << plan.groups.size()
               << " event group(s)"
               << (counters.per_cgroup() ? ", " + std::to_string(plan.cgroups.size()) +

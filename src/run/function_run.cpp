@@ -22,6 +22,7 @@
 #include "pmcprof/run/workload.hpp"
 #include "pmcprof/stream/record_stream.hpp"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/progress.hpp"
 #include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
@@ -290,7 +291,9 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
     links.push_back(check_link(bpf_program__attach(skel->progs.on_switch), "sched_switch"));
   if (config.follow_tgids)
     links.push_back(check_link(bpf_program__attach(skel->progs.on_fork), "sched_process_fork"));
+  Progress progress("attaching", points.size(), plan.quiet);
   for (const auto& p : points) {
+    progress.step(p.func_id + 1);
     if (plan.verbose)
       std::cerr << "pmcprof: attaching " << p.target.text << " with " << to_string(p.backend)
                 << (p.binary.empty() ? "" : " (" + p.binary + ")") << "\n";

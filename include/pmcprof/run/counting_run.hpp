@@ -41,6 +41,7 @@ struct CountingPlan {
   std::vector<Cgroup> cgroups;  // -G / --for-each-cgroup (with -a)
   CgroupBackend cgroup_backend = CgroupBackend::automatic;
   bool verbose = false;
+  bool quiet = false;
   // For `serve`: more fds for the run loop, and a callback given a function that returns the
   // counts so far once counting is live (and an empty function when it stops).
   std::vector<RunLoopOptions::Reader> readers;

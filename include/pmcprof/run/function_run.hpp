@@ -36,6 +36,7 @@ struct FunctionPlan {
   bool sched_hook = true;
   std::size_t buffer_pages = 256;
   bool verbose = false;
+  bool quiet = false;
   std::vector<Cgroup> filter_cgroups;  // -G: only calls from tasks in these (or below)
   // For `serve`, as in CountingPlan.
   std::vector<RunLoopOptions::Reader> readers;
