@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -110,7 +111,17 @@ std::string resolve_binary(const std::string& binary, std::optional<pid_t> pid) 
     if (!pid)
       throw UserError("--func ':SYMBOL' needs -p PID (the process whose executable to probe)",
                       "add -p PID, or write /path/to/binary:SYMBOL");
-    return "/proc/" + std::to_string(*pid) + "/exe";
+    // The file itself, not the /proc link: the probe must stay valid if the process exits
+    // while pmcprof starts (then the run simply reports what it collected).
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(*pid) + "/exe", ec);
+    if (ec)
+      throw UserError("no process with PID " + std::to_string(*pid) +
+                          " (or its executable is "
+                          "unreadable: " +
+                          ec.message() + ")",
+                      "check the PID with ps");
+    return exe.string();
   }
   if (binary.find('/') != std::string::npos) {
     struct stat st {};

@@ -4,10 +4,14 @@
 
 namespace pmcprof {
 
-namespace {
-
-Distribution distribution(std::uint64_t total, std::uint64_t counted, const Histogram& h) {
+Distribution make_distribution(std::uint64_t total, std::uint64_t counted, std::uint64_t calls,
+                               const Histogram& h) {
   Distribution d;
+  if (calls == 0) {
+    d.status = CounterStatus::ok;
+    d.no_calls = true;
+    return d;
+  }
   if (counted == 0) return d;
   d.status = CounterStatus::ok;
   d.total = static_cast<double>(total);
@@ -17,6 +21,8 @@ Distribution distribution(std::uint64_t total, std::uint64_t counted, const Hist
   d.p99 = h.percentile(0.99);
   return d;
 }
+
+namespace {
 
 const FuncEventRow* find_event(const FuncRow& row, EventKind kind) {
   for (const auto& e : row.events)
@@ -39,8 +45,8 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
   row.slept = s.slept;
   row.migrated = s.migrated;
   row.multiplexed = s.multiplexed;
-  row.wall = distribution(s.wall_sum, s.calls, s.wall);
-  row.oncpu = distribution(s.oncpu_sum, s.calls, s.oncpu);
+  row.wall = make_distribution(s.wall_sum, s.calls, s.calls, s.wall);
+  row.oncpu = make_distribution(s.oncpu_sum, s.calls, s.calls, s.oncpu);
   row.wall_histogram = s.wall;
   row.oncpu_histogram = s.oncpu;
   for (const auto& info : events) {
@@ -51,7 +57,8 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
     if (!info.bpf_index) {
       e.per_call.status = CounterStatus::not_supported;
     } else if (*info.bpf_index < s.sum.size()) {
-      e.per_call = distribution(s.sum[*info.bpf_index], s.counted_calls(), s.hist[*info.bpf_index]);
+      e.per_call = make_distribution(s.sum[*info.bpf_index], s.counted_calls(), s.calls,
+                                     s.hist[*info.bpf_index]);
       e.histogram = s.hist[*info.bpf_index];
     }
     row.events.push_back(std::move(e));

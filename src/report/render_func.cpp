@@ -36,6 +36,7 @@ std::string format_amount(double v, const std::string& unit, bool total) {
 std::string dist_cells(const Distribution& d, const std::string& unit) {
   if (d.status == CounterStatus::not_supported) return pad_left("<not supported>", 16);
   if (d.status == CounterStatus::not_counted) return pad_left("<not counted>", 16);
+  if (d.no_calls) return pad_left(format_amount(0, unit, true), 16) + pad_left("-", 16);
   return pad_left(format_amount(d.total, unit, true), 16) +
          pad_left(format_amount(d.mean, unit, false), 16) +
          pad_left(format_amount(d.p50, unit, false), 14) +
@@ -100,10 +101,12 @@ ojson dist_json(const Distribution& d) {
   const bool ok = d.status == CounterStatus::ok;
   j["status"] = to_string(d.status);
   j["total"] = ok ? number(d.total) : ojson(nullptr);
-  j["mean"] = ok ? ojson(d.mean) : ojson(nullptr);
-  j["p50"] = ok ? ojson(d.p50) : ojson(nullptr);
-  j["p90"] = ok ? ojson(d.p90) : ojson(nullptr);
-  j["p99"] = ok ? ojson(d.p99) : ojson(nullptr);
+  // No calls: the total is 0, per-call figures do not exist.
+  const bool per_call = ok && !d.no_calls;
+  j["mean"] = per_call ? ojson(d.mean) : ojson(nullptr);
+  j["p50"] = per_call ? ojson(d.p50) : ojson(nullptr);
+  j["p90"] = per_call ? ojson(d.p90) : ojson(nullptr);
+  j["p99"] = per_call ? ojson(d.p99) : ojson(nullptr);
   return j;
 }
 
@@ -169,6 +172,10 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     if (d.status != CounterStatus::ok) {
       out << (d.status == CounterStatus::not_supported ? "<not supported>" : "<not counted>") << sep
           << sep << sep << sep << "\n";
+      return;
+    }
+    if (d.no_calls) {
+      out << "0" << sep << sep << sep << sep << "\n";
       return;
     }
     out << format_fixed(d.total, 0) << sep << format_fixed(d.mean, 2) << sep

@@ -281,6 +281,8 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
       return r;
     });
   StopReason why = loop.run(on_interval);
+  // The stretch since the last tick is an interval too: the intervals then add up to the total.
+  if (plan.interval_ms && monotonic_ns() > previous_ns) on_interval();
   if (plan.on_live) plan.on_live({});
   if (!attach_to_workload) counters.disable();
   const std::uint64_t end = monotonic_ns();

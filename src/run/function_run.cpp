@@ -425,7 +425,10 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
       r.timestamp_unix_ns = realtime_ns();
       return r;
     });
-  StopReason why = loop.run(on_interval);
+  // A -p target that is already gone: nothing to wait for (its pidfd could not be opened).
+  StopReason why = plan.pid && !target_pidfd ? StopReason::target_exited : loop.run(on_interval);
+  // The stretch since the last tick is an interval too: the intervals then add up to the total.
+  if (plan.interval_ms && monotonic_ns() > previous_ns) on_interval();
   if (plan.on_live) plan.on_live({});
   const std::uint64_t end = monotonic_ns();
 

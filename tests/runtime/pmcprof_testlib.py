@@ -390,3 +390,519 @@ def main(requires_root=True, requires_perf=False, doc=None):
         print("skipped: every test case skipped itself")
         return EXIT_SKIP
     return 0
+
+
+# ---------------------------------------------------------------- function mode (--func)
+
+# Names of the BPF programs pmcprof loads (function mode, counter self-test) and of the ones
+# `doctor` (and the kernel --func error path, which asks the doctor probes) loads.
+PMCPROF_BPF_PROGRAMS = ("func_entry", "func_exit", "func_fentry", "func_fexit", "syscall_entry",
+                        "syscall_exit", "on_switch", "on_fork", "on_task_exit", "read_counters",
+                        "cgroup_switch", "cgroup_flush")
+
+
+def is_pmcprof_program(name):
+    return name in PMCPROF_BPF_PROGRAMS or name.startswith("doctor_")
+
+
+def parse_json_documents(text):
+    """Every JSON value in TEXT, one after the other: a pretty-printed report, two of them back
+    to back (--aggregate both), or NDJSON lines (-I)."""
+    docs, dec, i = [], json.JSONDecoder(), 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return docs
+        doc, i = dec.raw_decode(text, i)
+        docs.append(doc)
+
+
+def func_stat(args, command=(), timeout=60, **kw):
+    """Runs `pmcprof stat ARGS -j -o FILE [-- COMMAND]` in function mode. Returns a Stat whose
+    .records holds every JSON document of the report file in order (with --aggregate both: the
+    stream report, then the kernel report; with -I: the intervals, then the summary), .json the
+    first final report ("report" or "summary"), and .workload the JSON lines the command printed
+    on stdout (func_workload / func_mix print one)."""
+    s = stat(["-j", *args], command=command, timeout=timeout, fmt="text", **kw)
+    s.records = parse_json_documents(s.text) if s.text.strip() else []
+    finals = [r for r in s.records if r.get("type") in ("report", "summary")]
+    s.json = finals[0] if finals else None
+    s.workload = json_lines(s.stdout)
+    return s
+
+
+def json_lines(text):
+    """The lines of TEXT that are JSON objects, parsed."""
+    out = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return out
+
+
+def report_of(s, aggregation):
+    """The final report of Stat S made with AGGREGATION ('stream' or 'kernel')."""
+    for r in s.records:
+        if r.get("type") in ("report", "summary") and r.get("aggregation") == aggregation:
+            return r
+    seen = [(r.get("type"), r.get("aggregation")) for r in s.records]
+    raise AssertionError(f"no {aggregation} report in {seen}")
+
+
+def func_rows(report, function):
+    """The rows of REPORT's functions array for FUNCTION (its exact text, or a ':SYMBOL' /
+    'syscall:NAME' suffix)."""
+    return [f for f in report["functions"]
+            if f["function"] == function or f["function"].endswith(function)]
+
+
+def func_row(report, function):
+    rows = func_rows(report, function)
+    if len(rows) != 1:
+        raise AssertionError(f"{len(rows)} rows for {function!r} in "
+                             f"{[f['function'] for f in report['functions']]}")
+    return rows[0]
+
+
+def func_event(row, event="task-clock"):
+    return row["events"][event]
+
+
+def describe_func_row(row, event="task-clock"):
+    """One line of figures for the test log."""
+    e = row["events"].get(event, {})
+    def ns(v):
+        if v is None:
+            return "-"
+        if v >= 1e6:
+            return f"{v / 1e6:.3f} ms"
+        return f"{v / 1e3:.3f} us" if v >= 1e3 else f"{v:.0f} ns"
+    return (f"{row['function']} [{row['backend']}] calls={row['calls']} "
+            f"not_counted={row['not_counted']} lost={row['lost']} slept={row['slept']} "
+            f"migrated={row['migrated']} wall={ns(row['wall_ns'])} oncpu={ns(row['oncpu_ns'])} "
+            f"{event}: total={ns(e.get('total'))} p50={ns(e.get('p50'))} "
+            f"p90={ns(e.get('p90'))} p99={ns(e.get('p99'))}")
+
+
+def bpf_fd_holdings(pids=None):
+    """(prog ids, link ids) that live processes (or only PIDS) hold open, from /proc/*/fdinfo:
+    a prog fd names its prog_id, a link fd its link_id and the prog_id it runs."""
+    progs, links = set(), set()
+    if pids is None:
+        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if not target.startswith(("anon_inode:bpf-prog", "anon_inode:bpf_link",
+                                          "anon_inode:bpf-link")):
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    info = f.read()
+            except OSError:
+                continue
+            for key, value in re.findall(r"^(prog_id|link_id):\s*(\d+)", info, re.M):
+                (progs if key == "prog_id" else links).add(int(value))
+    return progs, links
+
+
+def bpftool_binary():
+    return shutil.which("bpftool") or ("/usr/sbin/bpftool"
+                                       if os.path.exists("/usr/sbin/bpftool") else None)
+
+
+def bpftool_json(*args):
+    tool = bpftool_binary()
+    if tool is None:
+        raise Skip("no bpftool to list loaded BPF programs and links")
+    out = run([tool, "-j", *args], timeout=30)
+    if out.returncode != 0:
+        return []
+    return json.loads(out.stdout or "[]")
+
+
+def loaded_programs():
+    """{id: name} of every BPF program loaded in the kernel (bpftool prog show)."""
+    return {p["id"]: p.get("name", "") for p in bpftool_json("prog", "show")}
+
+
+def live_links():
+    """{link id: prog id} of every BPF link (bpftool link show)."""
+    return {l["id"]: l.get("prog_id") for l in bpftool_json("link", "show")}
+
+
+def pmcprof_orphans():
+    """pmcprof's BPF programs that are loaded but that no live process holds, directly or through
+    a link: what a pmcprof run would leave behind (other pmcprof runs, e.g. concurrent tests,
+    hold theirs). [(id, name)]."""
+    progs = {i: n for i, n in loaded_programs().items() if is_pmcprof_program(n)}
+    if not progs:
+        return []
+    held_progs, held_links = bpf_fd_holdings()
+    links = live_links()
+    held = set(held_progs) | {links[l] for l in held_links if l in links}
+    # A program loaded after the scan began is held by its loader: look once more.
+    left = [(i, n) for i, n in sorted(progs.items()) if i not in held]
+    if left:
+        again = loaded_programs()
+        left = [(i, n) for i, n in left if i in again]
+    return left
+
+
+def wait_no_pmcprof_orphans(timeout=5.0):
+    """Waits up to TIMEOUT s (the kernel frees closed programs asynchronously) for
+    pmcprof_orphans() to be empty; returns what is still there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = pmcprof_orphans()
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def wait_bpf_ids_gone(prog_ids, link_ids, timeout=5.0):
+    """Waits until none of PROG_IDS / LINK_IDS is loaded any more; returns
+    (progs left, links left)."""
+    if not prog_ids and not link_ids:
+        return set(), set()
+    deadline = time.monotonic() + timeout
+    while True:
+        progs = set(prog_ids) & set(loaded_programs())
+        links = set(link_ids) & set(live_links())
+        if (not progs and not links) or time.monotonic() > deadline:
+            return progs, links
+        time.sleep(0.1)
+
+
+def wait_attached(pid, n_links, timeout=20.0):
+    """Waits until process PID holds at least N_LINKS BPF link fds (pmcprof --func attaches the
+    scheduler hooks, then an entry and an exit link per function); returns its (prog ids, link
+    ids), or None on timeout or if it exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return None
+        progs, links = bpf_fd_holdings([pid])
+        if len(links) >= n_links:
+            return progs, links
+        time.sleep(0.02)
+    return None
+
+
+# ---------------------------------------------------------------- cgroups (-G, --for-each-cgroup)
+
+def cgroup2_mount():
+    """The cgroup v2 mount point, from /proc/self/mountinfo (fstype 'cgroup2' after ' - '),
+    or None when there is none."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split(" ", 1)[0] == "cgroup2":
+                return left.split()[4].replace("\\040", " ")
+    return None
+
+
+def cgroup_v1_mounts():
+    """{controller-or-name: mount point} of every cgroup v1 hierarchy."""
+    out = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields = right.split()
+            if fields and fields[0] == "cgroup":
+                opts = fields[2].split(",") if len(fields) > 2 else []
+                for o in opts:
+                    if o not in ("rw", "ro", "relatime", "nosuid", "nodev", "noexec"):
+                        out[o] = left.split()[4]
+    return out
+
+
+def cgroup_procs(abs_path):
+    try:
+        with open(os.path.join(abs_path, "cgroup.procs")) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def move_to_cgroup(pid, abs_path):
+    """Moves process PID (every thread) into the cgroup at ABS_PATH."""
+    with open(os.path.join(abs_path, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+
+
+def cgroup_id(abs_path):
+    """What bpf_get_current_cgroup_id() / pmcprof's cgroup_id report: the kernfs inode."""
+    return os.stat(abs_path).st_ino
+
+
+class TestCgroups:
+    """Creates cgroups under the v2 mount, below one private parent named after the test and
+    this process (so concurrent tests never collide), and always removes them: on exit every
+    process still in one is moved to the v2 root (processes the test started should be stopped
+    first, see spawn_in), then the directories go deepest first, retrying while the kernel
+    finishes exits. Skips the test (Skip) when there is no writable cgroup v2 mount.
+
+        with t.TestCgroups("busy") as cg:
+            x = cg.make("x")               # -> "/pmcprof-test-busy-1234/x" (relative path)
+            p = cg.spawn_in("x", [burn, "300"])
+    """
+
+    def __init__(self, tag):
+        self.mount = cgroup2_mount()
+        if self.mount is None:
+            raise Skip("no cgroup v2 hierarchy is mounted")
+        self.tag = tag
+        self.base_rel = f"/pmcprof-test-{tag}-{os.getpid()}"
+        self.base_abs = self.mount + self.base_rel
+        self.made = []  # absolute paths, in creation order
+        self.procs = []  # Popen handles started with spawn_in
+
+    def __enter__(self):
+        try:
+            os.mkdir(self.base_abs)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise Skip(f"cannot create a cgroup under {self.mount}: {e}")
+        self.made.append(self.base_abs)
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+        return False
+
+    def rel(self, name):
+        return self.base_rel if not name else f"{self.base_rel}/{name}"
+
+    def abs(self, name):
+        return self.mount + self.rel(name)
+
+    def make(self, name):
+        """Creates cgroup NAME (may be nested, 'p/c1'; parents first) below the private parent;
+        returns its path relative to the v2 mount."""
+        parts = name.split("/")
+        for i in range(1, len(parts) + 1):
+            path = self.abs("/".join(parts[:i]))
+            if not os.path.isdir(path):
+                os.mkdir(path)
+                self.made.append(path)
+        return self.rel(name)
+
+    def spawn_in(self, name, argv, setup=None, **kw):
+        """Starts ARGV already inside cgroup NAME (it moves itself there before exec), so all
+        its CPU time is charged there. stdout is a pipe unless given. SETUP: a callable run in
+        the child after the move, before exec (e.g. to pin it to a CPU)."""
+        procs = os.path.join(self.abs(name), "cgroup.procs")
+
+        def enter():
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+            if setup is not None:
+                setup()
+
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        kw.setdefault("text", True)
+        p = subprocess.Popen(argv, preexec_fn=enter, **kw)
+        self.procs.append(p)
+        return p
+
+    def remove(self, name):
+        """Removes cgroup NAME now (moving its processes out first)."""
+        path = self.abs(name)
+        self._empty(path)
+        self._rmdir(path)
+
+    def _empty(self, path):
+        root = self.mount
+        for _ in range(50):
+            pids = cgroup_procs(path)
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    move_to_cgroup(pid, root)
+                except OSError:
+                    pass
+            time.sleep(0.01)
+
+    def _rmdir(self, path):
+        for _ in range(200):
+            try:
+                os.rmdir(path)
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                self._empty(path)
+                time.sleep(0.02)
+        return False
+
+    def cleanup(self):
+        for p in self.procs:
+            stop(p)
+        # Deepest first: everything made below the private parent, then the parent itself,
+        # plus anything else that appeared below it.
+        extra = []
+        if os.path.isdir(self.base_abs):
+            for dirpath, dirnames, _ in os.walk(self.base_abs):
+                extra.extend(os.path.join(dirpath, d) for d in dirnames)
+        paths = sorted(set(self.made) | set(extra), key=lambda p: p.count("/"), reverse=True)
+        for path in paths:
+            self._empty(path)
+        left = [p for p in paths if not self._rmdir(p)]
+        if left:
+            print(f"warning: could not remove cgroups {left}", file=sys.stderr, flush=True)
+
+
+def cgroup_rows(report, event=None):
+    """{cgroup path: counter object} of a counting report's per-cgroup rows (one event)."""
+    out = {}
+    for c in report["counters"]:
+        if "cgroup" in c and (event is None or c["event"] == event):
+            out[c["cgroup"]] = c
+    return out
+
+
+def cgroup_value(row):
+    """A per-cgroup counter's value, a cgroup that ran nothing ('not-counted', null) as 0."""
+    if row["value"] is None:
+        if row["status"] != "not-counted":
+            raise AssertionError(f"cgroup {row.get('cgroup')} {row['event']}: status {row['status']}")
+        return 0.0
+    return float(row["value"])
+
+
+def perf_event_fds(pid):
+    """How many perf_event file descriptors process PID holds."""
+    n = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]":
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def open_fds(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+class BackgroundStat:
+    """`pmcprof stat ARGS -j -o FILE [-- COMMAND]` started in the background, so a test can
+    start workloads once pmcprof counts and run several pmcprof processes side by side.
+
+    wait_ready(): with a COMMAND, pmcprof enables its counters (and attaches its BPF programs)
+    right before it lets the prepared child exec, so the run counts once the child has exec'd
+    (its /proc comm is no longer pmcprof's). Without one, pass perf_fds=N (the run holds N
+    perf_event fds) and/or bpf_links=N; a short settle delay follows either way.
+    finish() waits for the exit and returns a Stat (parsed like stat() / func_stat())."""
+
+    def __init__(self, args, command=(), func=False, hold=False):
+        self.tmp = tempfile.TemporaryDirectory(prefix="pmcprof-test-")
+        self.out = os.path.join(self.tmp.name, "report")
+        self.fifo = None
+        if hold:
+            # The command is `cat FIFO`: it runs (and pmcprof counts) until release().
+            self.fifo = os.path.join(self.tmp.name, "hold")
+            os.mkfifo(self.fifo)
+            command = ["cat", self.fifo]
+        self.command = list(command)
+        self.func = func
+        argv = [pmcprof(), "stat", *args, "-j", "-o", self.out]
+        if command:
+            argv += ["--", *command]
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.pid = self.proc.pid
+
+    def _child_execd(self):
+        want = os.path.basename(self.command[0])[:15]
+        for kid in children_of(self.pid):
+            try:
+                with open(f"/proc/{kid}/comm") as f:
+                    if f.read().strip() == want:
+                        return True
+            except OSError:
+                pass
+        return False
+
+    def wait_ready(self, timeout=20.0, perf_fds=None, bpf_links=None, settle=0.05):
+        def ready():
+            if self.proc.poll() is not None:
+                return True
+            if self.command and not self._child_execd():
+                return False
+            if perf_fds is not None and perf_event_fds(self.pid) < perf_fds:
+                return False
+            if bpf_links is not None and len(bpf_fd_holdings([self.pid])[1]) < bpf_links:
+                return False
+            return True
+
+        ok = wait_for(ready, timeout, step=0.005)
+        if self.proc.poll() is not None:
+            _, err = self.proc.communicate()
+            raise AssertionError(f"pmcprof exited early ({self.proc.returncode}): {err!r}")
+        if not ok:
+            raise AssertionError(f"pmcprof was not counting after {timeout} s")
+        time.sleep(settle)
+
+    def release(self, timeout=10.0):
+        """With hold=True: lets the `cat FIFO` command end (opens the FIFO for writing once cat
+        has it open for reading, and closes it: cat sees EOF and exits 0)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                time.sleep(0.005)
+                continue
+            os.close(fd)
+            return
+
+    def finish(self, timeout=60):
+        if self.fifo is not None:
+            self.release()
+        try:
+            stdout, stderr = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop(self.proc)
+            stdout, stderr = self.proc.communicate()
+        wall = time.monotonic() - self.t0
+        proc = subprocess.CompletedProcess(self.proc.args, self.proc.returncode, stdout, stderr)
+        text = ""
+        if os.path.exists(self.out):
+            with open(self.out) as f:
+                text = f.read()
+        self.tmp.cleanup()
+        s = Stat(proc, text, wall)
+        if self.func:
+            s.records = parse_json_documents(text) if text.strip() else []
+            finals = [r for r in s.records if r.get("type") in ("report", "summary")]
+            s.json = finals[0] if finals else None
+        else:
+            parse_json_report(s)
+        return s
+
+    def kill(self):
+        stop(self.proc)
+        self.tmp.cleanup()

@@ -49,9 +49,12 @@ class IntervalTest(unittest.TestCase):
         self.assertEqual(times, sorted(times))
         self.assertEqual(len(set(times)), len(times), "interval times repeat")
         self.assertNotIn("interval", summary)
-        t.assert_within(self, sum(values), total, 0.02, "sum of intervals vs summary")
+        # The last record is the stretch between the last tick and the stop (it can be short),
+        # so the intervals add up to the summary exactly, up to counter reads in between.
+        t.assert_within(self, sum(values), total, 0.005, "sum of intervals vs summary")
         t.assert_within(self, summary["elapsed_ns"], 1e9, 0.10, "summary elapsed vs --timeout")
-        for r, v in zip(intervals, values):
+        self.assertLessEqual(intervals[-1]["elapsed_ns"], 130e6, "the final stretch")
+        for r, v in zip(intervals[:-1], values):
             t.assert_within(self, r["elapsed_ns"], 100e6, 0.30, f"interval {r['interval']} length")
             t.assert_within(self, v / r["elapsed_ns"], ncpu, 0.10,
                             f"interval {r['interval']} task-clock/elapsed vs nproc")

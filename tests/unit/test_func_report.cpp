@@ -169,13 +169,33 @@ TEST(FuncReportRow, ZeroCountedCallsIsNotCounted) {
   EXPECT_EQ(row.wall.mean, 200.0);
 }
 
+// A function never called is not an error: totals are a true 0 and there is no per-call
+// figure (no_calls), unlike calls whose counters did not run (not counted).
 TEST(FuncReportRow, NoCallsAtAll) {
   const FuncRow row = make_func_row("f", "fentry", "", FuncStats(2), 0, kThreeEvents);
   EXPECT_EQ(row.calls, 0u);
-  EXPECT_EQ(row.wall.status, CounterStatus::not_counted);
-  EXPECT_EQ(row.oncpu.status, CounterStatus::not_counted);
-  EXPECT_EQ(row.events[0].per_call.status, CounterStatus::not_counted);
+  EXPECT_EQ(row.wall.status, CounterStatus::ok);
+  EXPECT_TRUE(row.wall.no_calls);
+  EXPECT_EQ(row.wall.total, 0);
+  EXPECT_EQ(row.events[0].per_call.status, CounterStatus::ok);
+  EXPECT_TRUE(row.events[0].per_call.no_calls);
   EXPECT_EQ(row.events[2].per_call.status, CounterStatus::not_supported);
+  FunctionReport r;
+  r.functions.push_back(row);
+  auto j = nlohmann::json::parse(render_func_json(r));
+  const auto& ev = j["functions"][0]["events"][row.events[0].event];
+  EXPECT_EQ(ev["total"], 0);
+  EXPECT_TRUE(ev["mean"].is_null());
+  EXPECT_TRUE(ev["p99"].is_null());
+}
+
+TEST(FuncReportRow, CallsWithoutRunningCountersAreNotCounted) {
+  FuncStats s(2);
+  s.add(call(100, 80, {1, 2}, PMCPROF_REC_NOT_COUNTED));
+  const FuncRow row = make_func_row("f", "kprobe", "", s, 0, kThreeEvents);
+  EXPECT_EQ(row.calls, 1u);
+  EXPECT_EQ(row.events[0].per_call.status, CounterStatus::not_counted);
+  EXPECT_EQ(row.wall.status, CounterStatus::ok);
 }
 
 TEST(FuncReportRow, MeansAreOverCountedCalls) {

@@ -19,6 +19,8 @@ struct Distribution {
   double total = 0;
   double mean = 0;  // total / counted calls
   double p50 = 0, p90 = 0, p99 = 0;
+  // A function that was never called: the total is a true 0, per-call figures do not exist.
+  bool no_calls = false;
 };
 
 struct FuncEventRow {
@@ -73,6 +75,11 @@ struct FuncEventInfo {
   std::string unit;
   std::optional<std::size_t> bpf_index;  // nullopt: the kernel refused it (not supported)
 };
+
+// The distribution of `total` over `counted` calls out of `calls`; status ok with no_calls
+// when nothing was called, not-counted when calls happened but none had running counters.
+Distribution make_distribution(std::uint64_t total, std::uint64_t counted, std::uint64_t calls,
+                               const Histogram& h);
 
 FuncRow make_func_row(const std::string& function, const std::string& backend,
                       const std::string& by_value, const FuncStats& stats, std::uint64_t lost,
