@@ -258,7 +258,12 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
                                         : std::string())
               << "\n";
 
+  // Counters are fresh: every interval is measured from zero, not from a first read (which
+  // would miss what a workload did between its exec and that read).
   Snapshot previous = counters.read();
+  for (auto& scope : previous)
+    for (auto& event : scope)
+      for (auto& c : event) c = RawCount{};
   std::uint64_t previous_ns = start;
   auto on_interval = [&] {
     Snapshot now = counters.read();
@@ -281,8 +286,6 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
       return r;
     });
   StopReason why = loop.run(on_interval);
-  // The stretch since the last tick is an interval too: the intervals then add up to the total.
-  if (plan.interval_ms && monotonic_ns() > previous_ns) on_interval();
   if (plan.on_live) plan.on_live({});
   if (!attach_to_workload) counters.disable();
   const std::uint64_t end = monotonic_ns();
@@ -300,6 +303,9 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
   } else if (why == StopReason::signal) {
     outcome.exit_code = 0;
   }
+  // The stretch since the last tick is an interval too, read like the total (after the
+  // workload is reaped, when its counts are final): the intervals then add up to the total.
+  if (plan.interval_ms) on_interval();
   counters.stop();
   Snapshot totals = counters.read();
   CountingReport& r = outcome.report;
