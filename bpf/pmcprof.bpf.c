@@ -34,8 +34,8 @@ const volatile bool agg_by_cgroup = false; /* kernel aggregation keyed by cgroup
 const volatile __u32 fentry_func_id = 0;
 const volatile __u32 n_cgroups = 0; /* cgroup counting: watched cgroups */
 const volatile __u32 n_filter_cgroups = 0;
-    /* function mode: count only calls in these (-G) */ /* fentry/fexit: the one function they
-                                                           attach to */
+/* function mode: count only calls in these (-G) */ /* fentry/fexit: the one function they
+                                                       attach to */
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -169,52 +169,63 @@ struct {
 const volatile __u64 filter_cgroup_ids[PMCPROF_MAX_FILTER_CGROUPS] = {};
 const volatile __u32 filter_cgroup_levels[PMCPROF_MAX_FILTER_CGROUPS] = {};
 
-#define PMCPROF_MAX_CGROUP_LEVELS 8
+/* This CPU's deltas since its last charge, per event (valid == 0: nothing to charge). */
+struct cgroup_delta {
+  struct cgroup_count d;
+  __u64 valid;
+};
 
-#define PMCPROF_NO_CGROUP 0xffffffffu
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32); /* event */
+  __type(value, struct cgroup_delta);
+  __uint(max_entries, PMCPROF_MAX_EVENTS);
+} cgroup_deltas SEC(".maps");
 
-static __always_inline void charge_event(__u32 i, __u32 cpu, const __u32 *found) {
+/* Reads event i on this CPU, stores the delta since the last read (none on the first). */
+static __always_inline void take_delta(__u32 i, __u32 cpu) {
+  struct cgroup_delta *out = bpf_map_lookup_elem(&cgroup_deltas, &i);
+  struct bpf_perf_event_value *last = bpf_map_lookup_elem(&cgroup_last, &i);
+  if (!out || !last) return;
+  out->valid = 0;
   struct bpf_perf_event_value v = {};
   if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &v, sizeof(v)) != 0) return;
-  struct bpf_perf_event_value *last = bpf_map_lookup_elem(&cgroup_last, &i);
-  if (!last) return;
   bool primed = last->enabled != 0;
-  __u64 dc = v.counter - last->counter, de = v.enabled - last->enabled,
-        dr = v.running - last->running;
+  out->d.counter = v.counter - last->counter;
+  out->d.enabled = v.enabled - last->enabled;
+  out->d.running = v.running - last->running;
+  out->valid = primed; /* the first read on a CPU only primes it */
   *last = v;
-  if (!primed) return; /* first read on this CPU: nothing to charge yet */
-#pragma unroll
-  for (int k = 0; k < PMCPROF_MAX_CGROUP_LEVELS; k++) {
-    if (found[k] == PMCPROF_NO_CGROUP) continue;
-    __u32 slot = found[k] * n_events + i;
-    struct cgroup_count *c = bpf_map_lookup_elem(&cgroup_counts, &slot);
-    if (!c) continue;
-    c->counter += dc;
-    c->enabled += de;
-    c->running += dr;
-  }
 }
 
+static __always_inline void add_delta(__u32 cgroup_idx, __u32 i) {
+  struct cgroup_delta *d = bpf_map_lookup_elem(&cgroup_deltas, &i);
+  if (!d || !d->valid) return;
+  __u32 slot = cgroup_idx * n_events + i;
+  struct cgroup_count *c = bpf_map_lookup_elem(&cgroup_counts, &slot);
+  if (!c) return;
+  c->counter += d->d.counter;
+  c->enabled += d->d.enabled;
+  c->running += d->d.running;
+}
+
+/* Charges this CPU's deltas to the running task's cgroup and every watched ancestor (root
+ * is level 0). The walk carries no per-level state, so the verifier's paths merge at every
+ * level however many cgroups are watched. */
 static __always_inline void cgroup_charge(void) {
   __u32 cpu = bpf_get_smp_processor_id();
-  /* Watched cgroups among the running task's cgroup and its ancestors (root is level 0). */
-  __u32 found[PMCPROF_MAX_CGROUP_LEVELS];
-  __u32 n_found = 0;
 #pragma unroll
-  for (int k = 0; k < PMCPROF_MAX_CGROUP_LEVELS; k++) found[k] = PMCPROF_NO_CGROUP;
-  for (int level = 0; level < 2 * PMCPROF_MAX_CGROUP_LEVELS; level++) {
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++)
+    if (i < n_events) take_delta(i, cpu);
+  for (int level = 0; level < PMCPROF_MAX_CGROUP_DEPTH; level++) {
     __u64 id = bpf_get_current_ancestor_cgroup_id(level);
     if (!id) break;
     __u32 *idx = bpf_map_lookup_elem(&cgroup_index, &id);
     if (!idx) continue;
-    if (n_found >= PMCPROF_MAX_CGROUP_LEVELS) break;
-    found[n_found & (PMCPROF_MAX_CGROUP_LEVELS - 1)] = *idx;
-    n_found++;
-  }
-  /* Fully unrolled with constant bounds: the verifier then sees straight-line code. */
+    __u32 cg = *idx;
 #pragma unroll
-  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
-    if (i < n_events) charge_event(i, cpu, found);
+    for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++)
+      if (i < n_events) add_delta(cg, i);
   }
 }
 

@@ -20,6 +20,8 @@
  * 1.75 * 2^40 up share the last bucket. */
 #define PMCPROF_HIST_SUB_BITS 2
 #define PMCPROF_HIST_BUCKETS 160
+/* Per-cgroup BPF backend: cgroup levels walked from the root. User space refuses deeper. */
+#define PMCPROF_MAX_CGROUP_DEPTH 32
 /* Functions per run (func_id < this). */
 #define PMCPROF_MAX_FUNCS 64
 

@@ -10,7 +10,8 @@ namespace pmcprof {
 
 namespace {
 
-void add_stat_flags(CLI::App& stat, StatOptions& o) {
+// `serve` takes stat's flags except those about a finite report (-I, -r, -x, -j, -o).
+void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
   stat.add_option("-e,--event", o.events,
                   "Events to count: comma list, {a,b} groups, modifiers (:u :k ...), any name "
                   "libpfm4 knows, raw rNNNN")
@@ -23,17 +24,27 @@ void add_stat_flags(CLI::App& stat, StatOptions& o) {
       ->type_name("PID");
   stat.add_option("-t,--tid", o.tid, "Count one existing thread")->type_name("TID");
   stat.add_flag("-A,--per-cpu,--no-aggr", o.per_cpu, "One line per CPU instead of the sum");
-  stat.add_option("-I,--interval-print", o.interval_ms, "Print deltas every MS milliseconds")
-      ->type_name("MS");
+  if (!for_serve) {
+    stat.add_option("-I,--interval-print", o.interval_ms, "Print deltas every MS milliseconds")
+        ->type_name("MS");
+  }
   stat.add_option("--timeout", o.timeout_ms, "Stop counting after MS milliseconds")
       ->type_name("MS");
-  stat.add_option("-r,--repeat", o.repeat, "Run the command N times; show mean and stddev")
-      ->type_name("N");
-  stat.add_option("-x,--field-separator", o.csv_separator, "CSV output with separator SEP")
-      ->type_name("SEP");
-  stat.add_flag("-j,--json", o.json, "JSON output (NDJSON with -I)");
-  stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
-      ->type_name("FILE");
+  if (!for_serve) {
+    stat.add_option("-r,--repeat", o.repeat, "Run the command N times; show mean and stddev")
+        ->type_name("N");
+  }
+  if (!for_serve) {
+    stat.add_option("-x,--field-separator", o.csv_separator, "CSV output with separator SEP")
+        ->type_name("SEP");
+  }
+  if (!for_serve) {
+    stat.add_flag("-j,--json", o.json, "JSON output (NDJSON with -I)");
+  }
+  if (!for_serve) {
+    stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
+        ->type_name("FILE");
+  }
   stat.add_option("--func", o.funcs,
                   "Per-call deltas of FUNC: kernel NAME or kernel:NAME, syscall:NAME, PATH:SYMBOL, "
                   "LIB:SYMBOL, :SYMBOL (with -p); repeatable")
@@ -99,7 +110,7 @@ int run_cli(int argc, char** argv) {
   ServeOptions serve_opts;
   CLI::App* serve = app.add_subcommand(
       "serve", "Count continuously and serve /metrics to Prometheus (stat's event options)");
-  add_stat_flags(*serve, serve_opts.stat);
+  add_stat_flags(*serve, serve_opts.stat, /*for_serve=*/true);
   serve
       ->add_option("--listen", serve_opts.listen,
                    "ADDR:PORT to serve on (default 127.0.0.1:9464; other addresses only when "
@@ -136,6 +147,7 @@ int run_cli(int argc, char** argv) {
     }
     if (serve->parsed()) {
       serve_opts.stat.events_given = serve->count("--event") > 0;
+      serve_opts.stat.command = app.remaining();  // words after "--": refused by serve
       return run_serve_command(serve_opts);
     }
     if (list->parsed()) return run_list_command(list_opts, std::cout);

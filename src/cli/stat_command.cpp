@@ -132,6 +132,11 @@ void validate_stat_options(const StatOptions& opts) {
   if (opts.csv_separator && opts.csv_separator->empty())
     throw UserError("-x needs a separator, e.g. -x ,", hint);
   const bool per_cgroup = !opts.cgroups.empty() || !opts.for_each_cgroup.empty();
+  if (opts.cgroup_backend != "auto" && (!per_cgroup || !opts.funcs.empty()))
+    throw UserError(
+        "--cgroup-backend applies to per-cgroup counting (-G or --for-each-cgroup "
+        "without --func)",
+        hint);
   if (!opts.for_each_cgroup.empty() && !opts.funcs.empty())
     throw UserError(
         "--for-each-cgroup counts per cgroup; with --func use -G to filter and "

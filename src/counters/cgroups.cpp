@@ -39,13 +39,20 @@ Cgroup open_one(const std::string& abs_path, const std::string& mount) {
   Cgroup cg;
   cg.abs_path = abs_path;
   cg.path = cgroup_relative_path(mount, abs_path);
-  cg.fd.reset(::open(abs_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!cg.fd) throw UserError("cannot open cgroup " + abs_path + ": " + errno_string(errno));
   cg.id = inode_of(abs_path);
+  if (!cg.id) throw UserError("cannot open cgroup " + abs_path + ": " + errno_string(errno));
+  if (cg.path != "/")
+    for (char c : cg.path) cg.level += c == '/';
   return cg;
 }
 
 }  // namespace
+
+Fd Cgroup::open_dir() const {
+  Fd fd(::open(abs_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw UserError("cannot open cgroup " + abs_path + ": " + errno_string(errno));
+  return fd;
+}
 
 std::string cgroup2_mount_point() {
   auto mounts = read_self_mountinfo();
@@ -107,9 +114,11 @@ std::vector<std::string> list_cgroup_dirs(const std::string& root_abs) {
 }
 
 std::vector<Cgroup> expand_for_each_cgroup(const std::string& spec, const std::string& mount) {
-  std::string dir = spec.empty() || spec[0] != '/' ? mount + "/" + spec : spec;
-  if (spec == "/" || spec.empty()) dir = mount;
+  // A directory: relative to the mount ("D", "/D" as reports print it), or absolute.
   std::error_code ec;
+  std::string dir = mount + (spec.empty() || spec[0] != '/' ? "/" : "") + spec;
+  if (spec == "/" || spec.empty()) dir = mount;
+  if (!fs::is_directory(dir, ec) && starts_with(spec, mount)) dir = spec;
   std::vector<Cgroup> out;
   if (fs::is_directory(dir, ec) && is_cgroup2_dir(dir)) {
     for (const auto& d : list_cgroup_dirs(dir)) out.push_back(open_one(d, mount));

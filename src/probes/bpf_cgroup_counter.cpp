@@ -8,6 +8,7 @@
 #include "pmcprof.h"
 #include "pmcprof.skel.h"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
@@ -19,8 +20,21 @@ struct CgroupCount {  // struct cgroup_count in bpf/pmcprof.bpf.c
 
 }  // namespace
 
+void check_bpf_cgroup_limits(const std::vector<Cgroup>& cgroups) {
+  for (const auto& cg : cgroups) {
+    if (cg.level >= PMCPROF_MAX_CGROUP_DEPTH)
+      throw UserError("cgroup " + cg.path + " is " + std::to_string(cg.level) +
+                          " levels deep; the BPF backend follows at most " +
+                          std::to_string(PMCPROF_MAX_CGROUP_DEPTH - 1),
+                      "use --cgroup-backend fd");
+  }
+}
+
 BpfCgroupCounter BpfCgroupCounter::start(const CounterSet& counters,
-                                         const std::vector<std::uint64_t>& ids) {
+                                         const std::vector<Cgroup>& cgroups) {
+  check_bpf_cgroup_limits(cgroups);
+  std::vector<std::uint64_t> ids;
+  for (const auto& cg : cgroups) ids.push_back(cg.id);
   BpfConfig config;
   config.count_cgroup_ids = ids;
   PmcprofObject obj = PmcprofObject::load(counters, config);

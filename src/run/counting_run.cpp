@@ -100,12 +100,18 @@ class RunCounters {
       sets_.push_back(CounterSet::open(plan.groups, make_target(plan, workload)));
       return;
     }
-    backend_ = resolve_cgroup_backend(plan.cgroup_backend, plan.cgroups.size());
+    std::size_t n_events = 0;
+    for (const auto& g : plan.groups) n_events += g.events.size();
+    backend_ = resolve_cgroup_backend(plan.cgroup_backend, plan.cgroups.size(),
+                                      plan.cgroups.size() * plan.cpus.size() * n_events);
     if (backend_ == CgroupBackend::fd) {
+      std::size_t events = 0;
+      for (const auto& g : plan.groups) events += g.events.size();
+      raise_nofile_limit(plan.cgroups.size() * plan.cpus.size() * events + 64);
       Progress progress("opening cgroup counters", plan.cgroups.size(), plan.quiet);
       for (const auto& cg : plan.cgroups) {
-        sets_.push_back(
-            CounterSet::open(plan.groups, CounterTarget::cgroup(plan.cpus, cg.fd.get())));
+        Fd dir = cg.open_dir();  // the events keep the cgroup: the fd can go right after
+        sets_.push_back(CounterSet::open(plan.groups, CounterTarget::cgroup(plan.cpus, dir.get())));
         progress.step(sets_.size());
       }
       return;
@@ -119,9 +125,7 @@ class RunCounters {
   void enable() {
     for (auto& s : sets_) s.enable();
     if (per_cgroup() && backend_ == CgroupBackend::bpf) {
-      std::vector<std::uint64_t> ids;
-      for (const auto& cg : plan_.cgroups) ids.push_back(cg.id);
-      bpf_.emplace(BpfCgroupCounter::start(sets_.front(), ids));
+      bpf_.emplace(BpfCgroupCounter::start(sets_.front(), plan_.cgroups));
     }
   }
   void disable() {
@@ -204,9 +208,11 @@ const char* to_string(CgroupBackend b) {
   return "?";
 }
 
-CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups) {
+CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups,
+                                     std::size_t fd_backend_fds) {
   if (requested != CgroupBackend::automatic) return requested;
-  return n_cgroups > kCgroupBpfThreshold ? CgroupBackend::bpf : CgroupBackend::fd;
+  return n_cgroups > kCgroupBpfThreshold || fd_backend_fds > kCgroupFdBudget ? CgroupBackend::bpf
+                                                                             : CgroupBackend::fd;
 }
 
 std::string describe_target(const CountingPlan& plan) {
@@ -273,6 +279,7 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
     r.interval_s = static_cast<double>(now_ns - start) / 1e9;
     r.timestamp_unix_ns = realtime_ns();
     r.counters = counters.rows(subtract(now, previous));
+    counters.mark_removed(r.counters);
     if (intervals) intervals->interval(r);
     previous = std::move(now);
     previous_ns = now_ns;

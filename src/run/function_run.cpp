@@ -257,13 +257,7 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   config.follow_tgids = !plan.system_wide && (workload || plan.pid);
   config.sched_hook = plan.sched_hook;
   config.agg_by_cgroup = plan.by == Breakdown::cgroup;
-  for (const auto& cg : plan.filter_cgroups) {
-    // Level below the v2 root: "/" is 0, "/a" is 1, "/a/b" is 2.
-    std::uint32_t level = 0;
-    if (cg.path != "/")
-      for (char c : cg.path) level += c == '/';
-    config.filter_cgroups.emplace_back(cg.id, level);
-  }
+  for (const auto& cg : plan.filter_cgroups) config.filter_cgroups.emplace_back(cg.id, cg.level);
   std::optional<CgroupNames> cgroup_names;
   if (plan.by == Breakdown::cgroup) cgroup_names.emplace(cgroup2_mount_point());
   config.function_mode = true;
@@ -294,7 +288,7 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   Progress progress("attaching", points.size(), plan.quiet);
   for (const auto& p : points) {
     progress.step(p.func_id + 1);
-    if (plan.verbose)
+    if (plan.verbose && !plan.quiet)
       std::cerr << "pmcprof: attaching " << p.target.text << " with " << to_string(p.backend)
                 << (p.binary.empty() ? "" : " (" + p.binary + ")") << "\n";
     for (auto& l : attach_function(skel, p)) links.push_back(std::move(l));

@@ -146,7 +146,8 @@ void HttpServer::serve_one(const Handler& handler) {
                      "\r\nContent-Type: " + resp.content_type +
                      "\r\nContent-Length: " + std::to_string(resp.body.size()) +
                      "\r\nConnection: close\r\n\r\n";
-  write_all(client.get(), head + resp.body);
+  // HEAD: the same head (Content-Length of the page), no body.
+  write_all(client.get(), parts.size() >= 1 && parts[0] == "HEAD" ? head : head + resp.body);
 }
 
 }  // namespace pmcprof

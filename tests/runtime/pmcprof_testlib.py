@@ -751,6 +751,9 @@ class TestCgroups:
     def cleanup(self):
         for p in self.procs:
             stop(p)
+            for stream in (p.stdin, p.stdout, p.stderr):
+                if stream is not None:
+                    stream.close()
         # Deepest first: everything made below the private parent, then the parent itself,
         # plus anything else that appeared below it.
         extra = []

@@ -12,10 +12,15 @@ namespace pmcprof {
 
 // One cgroup v2 directory pmcprof counts or filters on.
 struct Cgroup {
-  std::string path;      // relative to the v2 mount, "/" for the root, e.g. "/system.slice/x"
-  std::string abs_path;  // on this machine's filesystem
-  std::uint64_t id = 0;  // kernfs inode number: what bpf_get_current_cgroup_id() returns
-  Fd fd;                 // O_RDONLY directory fd (perf_event_open PERF_FLAG_PID_CGROUP, BPF)
+  std::string path;         // relative to the v2 mount, "/" for the root, e.g. "/system.slice/x"
+  std::string abs_path;     // on this machine's filesystem
+  std::uint64_t id = 0;     // kernfs inode number: what bpf_get_current_cgroup_id() returns
+  std::uint32_t level = 0;  // depth below the v2 root: "/" is 0, "/a" is 1
+
+  // The directory fd perf_event_open(PERF_FLAG_PID_CGROUP) wants. Opened on demand and
+  // closed by the caller: perf events keep their own reference to the cgroup, so thousands
+  // of cgroups never hold thousands of descriptors.
+  Fd open_dir() const;
 };
 
 // Finds the cgroup v2 mount (/proc/self/mountinfo). Throws UserError when there is none,

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/counters/scaling.hpp"
 #include "pmcprof/probes/pmcprof_object.hpp"
@@ -12,10 +13,14 @@ namespace pmcprof {
 // The BPF backend of per-cgroup counting: one counter per CPU and event (a system-wide
 // CounterSet) read at every context switch, deltas charged to the running task's cgroup and
 // its watched ancestors. File descriptors stay CPUs x events however many cgroups.
+// Throws UserError when the BPF backend cannot charge one of these cgroups faithfully.
+void check_bpf_cgroup_limits(const std::vector<Cgroup>& cgroups);
+
 class BpfCgroupCounter {
  public:
-  // Loads and attaches; counters must be system-wide and enabled.
-  static BpfCgroupCounter start(const CounterSet& counters, const std::vector<std::uint64_t>& ids);
+  // Loads and attaches; counters must be system-wide and enabled. Throws UserError when a
+  // cgroup is deeper, or has more watched ancestors, than the BPF walk follows.
+  static BpfCgroupCounter start(const CounterSet& counters, const std::vector<Cgroup>& cgroups);
 
   // Charges what ran since the last switch on every CPU, then returns the cumulative counts
   // [cgroup][counter-set event] (summed over CPUs; unsupported events read as zero).

@@ -23,8 +23,11 @@ CgroupBackend parse_cgroup_backend(const std::string& text);
 const char* to_string(CgroupBackend b);
 // More cgroups than this and the automatic choice is the BPF backend: the fd backend needs
 // cgroups x CPUs x events descriptors, the BPF backend CPUs x events.
+// The fd backend is also left when it would need more descriptors than this.
 inline constexpr std::size_t kCgroupBpfThreshold = 16;
-CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups);
+inline constexpr std::size_t kCgroupFdBudget = 1024;
+CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups,
+                                     std::size_t fd_backend_fds);
 
 // What a counting run counts and for how long.
 struct CountingPlan {
