@@ -23,12 +23,6 @@ namespace pmcprof {
 
 namespace {
 
-std::uint64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
-
 // pidfd for -p/-t so the run ends when the target does. Threads need PIDFD_THREAD (6.9+).
 Fd open_target_pidfd(pid_t pid, bool thread) {
   constexpr unsigned kPidfdThread = O_EXCL;
@@ -299,13 +293,7 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
 
   CountingOutcome outcome;
   if (workload) {
-    if (why == StopReason::workload_exited) {
-      auto status = workload->try_reap();
-      outcome.exit_code = status ? *status : workload->terminate(SIGKILL, 200);
-    } else {
-      // Interrupted or timed out: stop the workload the way perf stat does.
-      outcome.exit_code = workload->terminate(SIGTERM, 1000);
-    }
+    outcome.exit_code = workload->finish(why == StopReason::workload_exited);
     outcome.report.exit_status = outcome.exit_code;
   } else if (why == StopReason::signal) {
     outcome.exit_code = 0;

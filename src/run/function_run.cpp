@@ -38,12 +38,6 @@ struct AttachPoint {
   std::uint64_t file_offset = 0;  // uprobe
 };
 
-std::uint64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
-
 std::vector<AttachPoint> resolve_targets(const FunctionPlan& plan) {
   if (plan.targets.size() > PMCPROF_MAX_FUNCS)
     throw UserError("too many --func (" + std::to_string(plan.targets.size()) + "), at most " +
@@ -431,14 +425,7 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   counters.disable();
 
   FunctionOutcome outcome;
-  if (workload) {
-    if (why == StopReason::workload_exited) {
-      auto status = workload->try_reap();
-      outcome.exit_code = status ? *status : workload->terminate(SIGKILL, 200);
-    } else {
-      outcome.exit_code = workload->terminate(SIGTERM, 1000);
-    }
-  }
+  if (workload) outcome.exit_code = workload->finish(why == StopReason::workload_exited);
   auto fstats = read_func_stats(skel, points.size());
   std::optional<FunctionReport> kernel_report;
   if (config.agg_mode & PMCPROF_AGG_KERNEL)

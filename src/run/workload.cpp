@@ -117,6 +117,12 @@ std::optional<int> Workload::try_reap() {
   return std::nullopt;
 }
 
+int Workload::finish(bool exited) {
+  if (exited)
+    if (auto status = try_reap()) return *status;
+  return exited ? terminate(SIGKILL, 200) : terminate(SIGTERM, 1000);
+}
+
 int Workload::terminate(int sig, int grace_ms) {
   if (auto s = try_reap()) return *s;
   ::kill(pid_, sig);

@@ -48,6 +48,9 @@ class Workload {
   std::optional<int> try_reap();
   // Sends `sig`, then waits up to `grace_ms` before SIGKILL; returns the status.
   int terminate(int sig, int grace_ms);
+  // Ends the workload when counting ends: reaps it if it exited, else stops it the way perf
+  // stat does (SIGTERM, then SIGKILL after a grace period). Returns its shell-style status.
+  int finish(bool exited);
   const std::string& command_line() const { return command_line_; }
 
  private:

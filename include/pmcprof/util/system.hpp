@@ -33,5 +33,7 @@ std::uint64_t raise_nofile_limit(std::uint64_t needed);
 
 // Monotonic clock in nanoseconds.
 std::uint64_t monotonic_ns();
+// Wall clock (CLOCK_REALTIME) in nanoseconds since the epoch: report timestamps.
+std::uint64_t realtime_ns();
 
 }  // namespace pmcprof
