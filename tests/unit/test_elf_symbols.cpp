@@ -307,7 +307,10 @@ TEST(ElfSymbols, StrippedBinarySaysStripped) {
 
 TEST(ElfSymbols, ResolveBinaryPaths) {
   EXPECT_EQ(resolve_binary("/bin/sh", std::nullopt), "/bin/sh");
-  EXPECT_EQ(resolve_binary("", 1234), "/proc/1234/exe");
+  // ":SYMBOL" with -p: the process's executable file itself (not the /proc link, which dies
+  // with the process).
+  EXPECT_EQ(resolve_binary("", getpid()), std::filesystem::read_symlink("/proc/self/exe").string());
+  EXPECT_THROW(resolve_binary("", 999999999), UserError);
   EXPECT_THROW(resolve_binary("", std::nullopt), UserError);
   try {
     resolve_binary("/nonexistent/pmcprof/app", std::nullopt);
