@@ -392,6 +392,15 @@ static __always_inline void emit(void *ctx, struct pmcprof_record *rec, __u32 fu
   if (err) s->lost++;
 }
 
+/* A histogram index the 6.1 verifier can bound: 64-bit (no zero-extended copy) and clamped
+ * after a compiler barrier, so the compare and the use are the same register. */
+static __always_inline __u64 bucket_of(__u64 v) {
+  __u64 b = pmcprof_hist_bucket(v);
+  asm volatile("" : "+r"(b));
+  if (b > PMCPROF_HIST_BUCKETS - 1) b = PMCPROF_HIST_BUCKETS - 1;
+  return b;
+}
+
 static __always_inline void aggregate(struct pmcprof_record *rec) {
   struct pmcprof_agg_key key = {.func_id = rec->func_id,
                                 .cgroup_id = agg_by_cgroup ? rec->cgroup_id : 0};
@@ -410,8 +419,8 @@ static __always_inline void aggregate(struct pmcprof_record *rec) {
   if (rec->flags & PMCPROF_REC_MULTIPLEXED) a->multiplexed++;
   a->wall_sum += rec->wall_ns;
   a->oncpu_sum += rec->oncpu_ns;
-  a->wall_hist[pmcprof_hist_bucket(rec->wall_ns)]++;
-  a->oncpu_hist[pmcprof_hist_bucket(rec->oncpu_ns)]++;
+  a->wall_hist[bucket_of(rec->wall_ns)]++;
+  a->oncpu_hist[bucket_of(rec->oncpu_ns)]++;
   if (rec->flags & PMCPROF_REC_NOT_COUNTED) {
     a->not_counted++;
     return;
@@ -419,7 +428,7 @@ static __always_inline void aggregate(struct pmcprof_record *rec) {
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     a->sum[i] += rec->delta[i];
-    a->hist[i][pmcprof_hist_bucket(rec->delta[i])]++;
+    a->hist[i & (PMCPROF_MAX_EVENTS - 1)][bucket_of(rec->delta[i])]++;
   }
 }
 
@@ -438,7 +447,9 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   __u32 cpu = bpf_get_smp_processor_id();
   t->depth = depth - 1;
   if (depth > PMCPROF_MAX_DEPTH) return 0; /* an unmeasured deep frame (counted at entry) */
-  struct frame *f = &t->frames[(depth - 1) & (PMCPROF_MAX_DEPTH - 1)];
+  __u32 slot = depth - 1;
+  asm volatile("" : "+r"(slot)); /* keep the mask: 6.1's verifier does not link slot to depth */
+  struct frame *f = &t->frames[slot & (PMCPROF_MAX_DEPTH - 1)];
   if (f->func_id != func_id) {
     /* A missed return (longjmp, exception, probe limit): drop the stale frame. */
     struct pmcprof_func_stats *s = stats_of(func_id);

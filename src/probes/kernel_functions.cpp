@@ -35,6 +35,28 @@ KernelFuncInfo lookup_kernel_function(const std::string& name) {
       btf__free(vmlinux);
     }
   }
+  // ftrace's list of attachable functions: one missing from it is notrace (fentry cannot
+  // attach, and kprobes cannot either on kernels without CONFIG_KPROBE_EVENTS_ON_NOTRACE).
+  for (const char* path : {"/sys/kernel/tracing/available_filter_functions",
+                           "/sys/kernel/debug/tracing/available_filter_functions"}) {
+    auto text = read_file(path);
+    if (!text || text->empty()) continue;
+    bool listed = false;
+    std::istringstream in(*text);
+    std::string line;
+    while (!listed && std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string sym;
+      fields >> sym;
+      listed = sym == name;
+    }
+    if (!listed && (info.in_kallsyms || info.in_btf)) {
+      info.traceable = false;
+      info.not_traceable_why = std::string("it is not in ") + path +
+                               " (notrace, or inlined: neither fentry nor kprobes can attach)";
+    }
+    break;
+  }
   for (const char* path : {"/sys/kernel/debug/kprobes/blacklist"}) {
     auto text = read_file(path);
     if (!text) continue;
@@ -51,11 +73,17 @@ KernelFuncInfo lookup_kernel_function(const std::string& name) {
   return info;
 }
 
-KernelProbeSupport probe_kernel_probe_support() {
+KernelProbeSupport probe_kernel_probe_support(BackendRequest request) {
   KernelProbeSupport s;
   ProbeResult k = probe_kprobes();
   s.kprobe = k.available;
   s.kprobe_why = k.detail;
+  // The fentry probe loads and attaches a BPF program (slow on some machines): skipped when
+  // kprobes were asked for.
+  if (request == BackendRequest::kprobe) {
+    s.fentry_why = "not tried (--backend kprobe)";
+    return s;
+  }
   ProbeResult f = probe_fentry();
   s.fentry = f.available;
   s.fentry_why = f.detail;

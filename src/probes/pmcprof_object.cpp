@@ -4,10 +4,14 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "pmcprof.h"
 #include "pmcprof.skel.h"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
 #include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
@@ -21,11 +25,40 @@ void BpfLinkDeleter::operator()(bpf_link* link) const {
 
 namespace {
 
-int quiet_print(enum libbpf_print_level, const char*, va_list) {
+// libbpf reports through one process-wide callback with no user context, so the verifier's
+// verdict is kept here (per thread) for the one-line error pmcprof prints.
+thread_local std::string last_verifier_verdict;
+}  // namespace
+
+std::string verifier_verdict(const std::string& log);
+
+namespace {
+
+void keep_verifier_verdict(const std::string& text) {
+  if (auto v = verifier_verdict(text); !v.empty()) last_verifier_verdict = v;
+}
+
+int quiet_print(enum libbpf_print_level, const char* fmt, va_list args) {
+  std::vector<char> buf(1 << 20);
+  vsnprintf(buf.data(), buf.size(), fmt, args);
+  keep_verifier_verdict(buf.data());
   return 0;
 }
 
 }  // namespace
+
+std::string verifier_verdict(const std::string& log) {
+  if (log.find("-- END PROG LOAD LOG --") == std::string::npos) return {};
+  const auto lines = split(log, '\n');
+  std::string verdict;
+  for (std::size_t i = 1; i < lines.size() && verdict.empty(); ++i)
+    if (starts_with(lines[i], "processed ")) verdict = std::string(trim(lines[i - 1]));
+  if (verdict.empty()) return {};
+  std::string prog;
+  if (auto q = log.find("prog '"); q != std::string::npos)
+    prog = log.substr(q + 6, log.find('\'', q + 6) - (q + 6));
+  return (prog.empty() ? "" : "program " + prog + ": ") + verdict;
+}
 
 LibbpfQuiet::LibbpfQuiet(bool verbose) {
   // libbpf_set_print returns the previous printer; put it straight back when verbose.
@@ -100,9 +133,15 @@ PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& c
     bpf_program__set_attach_target(skel->progs.func_fentry, 0, config.fentry_target->c_str());
     bpf_program__set_attach_target(skel->progs.func_fexit, 0, config.fentry_target->c_str());
   }
-  if (int err = pmcprof_bpf__load(skel); err)
-    throw SystemError("cannot load the pmcprof BPF programs: " + errno_string(-err),
-                      "'pmcprof doctor' shows what this kernel allows");
+  last_verifier_verdict.clear();
+  if (int err = pmcprof_bpf__load(skel); err) {
+    std::string why = errno_string(-err);
+    if (!last_verifier_verdict.empty())
+      why += " (the verifier says: " + last_verifier_verdict + ")";
+    throw SystemError("cannot load the pmcprof BPF programs: " + why,
+                      "run with -v for libbpf's full log; 'pmcprof doctor' shows what this "
+                      "kernel allows");
+  }
 
   const int map_fd = bpf_map__fd(skel->maps.counters);
   for (std::size_t b = 0; b < obj.bpf_events_.size(); ++b) {

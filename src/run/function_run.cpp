@@ -51,7 +51,7 @@ std::vector<AttachPoint> resolve_targets(const FunctionPlan& plan) {
     p.target = plan.targets[i];
     switch (p.target.kind) {
       case FuncTarget::Kind::kernel: {
-        if (!kernel_support) kernel_support = probe_kernel_probe_support();
+        if (!kernel_support) kernel_support = probe_kernel_probe_support(plan.backend);
         p.backend = choose_kernel_backend(p.target.name, plan.backend, *kernel_support,
                                           lookup_kernel_function(p.target.name));
         // One fentry target per BPF load (no cookies on older kernels): the rest use kprobes.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,11 +49,15 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw SystemError("fork: " + errno_string(errno));
   if (pid == 0) {
     // Child: wait for the go byte (EOF means the parent gave up), then exec.
     sigprocmask(SIG_SETMASK, &child_sigmask, nullptr);
+    // If pmcprof dies (even by SIGKILL) its workload is told, like an interrupted run.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(kExitFailure);
     char c;
     ssize_t n;
     do n = ::read(go_read.get(), &c, 1);

@@ -13,6 +13,6 @@ KernelFuncInfo lookup_kernel_function(const std::string& name);
 bool kallsyms_has_function(const std::string& kallsyms_text, const std::string& name);
 
 // What this kernel allows for kernel-function probes, from the doctor probes.
-KernelProbeSupport probe_kernel_probe_support();
+KernelProbeSupport probe_kernel_probe_support(BackendRequest request);
 
 }  // namespace pmcprof

@@ -64,6 +64,10 @@ class PmcprofObject {
   int n_cpus_ = 0;
 };
 
+// The verifier's verdict in a libbpf load log: "program NAME: <the line before 'processed N
+// insns'>", or "" when the text is not a whole log.
+std::string verifier_verdict(const std::string& log);
+
 // Silences libbpf's own stderr chatter for the lifetime of the object (pmcprof explains
 // failures itself in one line), unless verbose.
 class LibbpfQuiet {
