@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config clang llvm libbpf-dev bpftool libcli11-dev nlohmann-json3-dev \
 libpfm4-dev libelf-dev zlib1g-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
-prometheus curl python3-jsonschema man-db"
+prometheus curl python3-jsonschema man-db qemu-system-x86 busybox-static"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

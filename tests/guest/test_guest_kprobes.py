@@ -1,0 +1,656 @@
+#!/usr/bin/env python3
+"""Kernel-function probes for real: `pmcprof stat --func` with kprobes and fentry, run inside
+Debian 12's own 6.1 kernel booted under qemu TCG (this machine's kernel has neither).
+
+On the host (what ctest runs):
+    test_guest_kprobes.py --pmcprof PATH --cache DIR [--timeout S]
+builds the loopback TCP workload tests/guest/tcp_pair.c into DIR, boots the guest once
+(guest.py: host root shared read-only, chroot, root) and runs this same file in it with
+--in-guest. Exit 0 pass, 1 fail, 77 skipped (qemu missing or unable to start).
+
+In the guest, pmcprof runs in three phases; the runs inside one phase go in parallel (two
+vCPUs: most of each run is the BPF verifier and kallsyms/BTF look-ups, emulated), and after every
+phase, with no pmcprof left running, nothing of pmcprof may remain in the kernel:
+  1. `--func tcp_sendmsg --backend kprobe --aggregate both` and `--backend fentry`, each while
+     `tcp_pair send N` sends N messages over loopback TCP: calls == N for each backend and
+     aggregation, task-clock per call > 0, JSON backend as asked; stream and kernel
+     aggregation agree on the same run (calls and totals equal, p50/p90 within a bucket).
+  2. a blocking function with `--backend auto -v`: `--func tcp_recvmsg` while the receiver
+     waits DELAY ms for each of M messages: auto picks fentry (JSON backend, and -v says
+     "with fentry"), wall time per call >= ~DELAY, on-CPU and task-clock per call a small
+     fraction of it, every call slept; and a kprobe run stopped by SIGINT once attached: exit
+     not by a signal, a report with "interrupted": true and calls > 0.
+  3. a kprobe run killed by SIGKILL once attached; an unknown kernel function, one in the
+     kprobe blacklist and a notrace one (in kallsyms, not in available_filter_functions: neither
+     fentry nor, on Debian's kernel, kprobes can attach): a non-zero exit and one clear line
+     (+ HINT) each, the line naming the function and the reason; `pmcprof doctor --json`:
+     kprobes yes, fentry yes, hardware_pmu no.
+Leftover check after each phase: /sys/kernel/tracing/kprobe_events empty, no kprobe on the
+probed functions in /sys/kernel/debug/kprobes/list, no BPF program named like pmcprof's
+(func_entry, func_exit, func_fentry, func_fexit, on_switch, on_fork, on_task_exit, ...) in
+`bpftool prog show`, no BPF link to one in `bpftool link show`.
+Times measured inside the emulator are not performance figures.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXIT_SKIP = 77
+N_SEND = 200
+RECV_MSGS, RECV_DELAY_MS = 4, 300
+EVENTS = "task-clock"  # one event: the verifier (emulated) dominates each run's time
+PMCPROF_PROGS = {"func_entry", "func_exit", "func_fentry", "func_fexit", "on_switch", "on_fork",
+                 "on_task_exit", "syscall_entry", "syscall_exit", "read_counters",
+                 "cgroup_switch", "cgroup_flush"}
+CRASH_MARKERS = ("terminate called", "Traceback", "Segmentation fault", "core dumped",
+                 "Assertion", "AddressSanitizer", "what():")
+
+
+def log(msg=""):
+    print(msg, flush=True)
+
+
+# ====================================================================== host side
+
+def build_tcp_pair(cache):
+    src = os.path.join(HERE, "tcp_pair.c")
+    out_dir = os.path.join(cache, "bin")
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, "tcp_pair")
+    if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(src):
+        return out
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise RuntimeError("no C compiler (cc) to build tests/guest/tcp_pair.c")
+    r = subprocess.run([cc, "-O2", "-Wall", "-o", out + ".tmp", src], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"building tcp_pair failed: {r.stderr}")
+    os.replace(out + ".tmp", out)
+    return out
+
+
+def host_main(args):
+    sys.path.insert(0, HERE)
+    import guest
+    t0 = time.monotonic()
+    pmcprof = os.path.abspath(args.pmcprof)
+    if not os.access(pmcprof, os.X_OK):
+        log(f"FAIL: no pmcprof at {pmcprof}")
+        return 1
+    cache = os.path.abspath(args.cache)
+    try:
+        prep = guest.prepare(cache)
+        tcp_pair = build_tcp_pair(cache)
+    except guest.GuestSkip as e:
+        log(f"skipped: {e}")
+        return EXIT_SKIP
+    except (guest.GuestError, RuntimeError) as e:
+        log(f"FAIL: cannot prepare the guest: {e}")
+        return 1
+    t_prep = time.monotonic() - t0
+    log(f"guest kernel {prep.package} ({prep.vmlinux}); prepared in {t_prep:.1f} s")
+    argv = ["/usr/bin/python3", os.path.abspath(__file__), "--in-guest", "--pmcprof", pmcprof,
+            "--tcp-pair", tcp_pair]
+    try:
+        res = guest.run_in_guest(cache, argv, timeout=args.timeout, cpus=2)
+    except guest.GuestSkip as e:
+        log(f"skipped: {e}")
+        return EXIT_SKIP
+    except guest.GuestError as e:
+        log(f"FAIL: {e}")
+        return 1
+    sys.stdout.write(res.output)
+    log(f"guest: qemu ran {res.boot_s:.1f} s (boot + tests + power-off); "
+        f"whole test {time.monotonic() - t0:.1f} s")
+    if res.status is None:
+        log(f"FAIL: {guest.describe_failure(res, args.timeout)}")
+        return 1
+    return 0 if res.status == 0 else 1
+
+
+# ====================================================================== guest side
+
+class Failures:
+    def __init__(self):
+        self.checks = 0
+        self.failed = []
+        self.lock = threading.Lock()
+
+    def check(self, ok, what, detail=""):
+        with self.lock:
+            self.checks += 1
+            if ok:
+                log(f"  ok: {what}")
+            else:
+                self.failed.append(what)
+                log(f"  FAIL: {what}" + (f": {detail}" if detail else ""))
+        return ok
+
+
+F = Failures()
+ARGS = None
+RUNS = []  # every pmcprof this test started: none may outlive its phase
+
+
+def kill_run(run):
+    """Kills a pmcprof run this test started and its workload children, by PID."""
+    if run.proc.poll() is None:
+        kids = children_of(run.proc.pid)
+        run.proc.kill()
+        run.wait(30)
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def reap_all():
+    """Kills whatever a failed phase left running."""
+    for run in RUNS:
+        kill_run(run)
+    RUNS.clear()
+
+
+def pmcprof_argv(*args):
+    return [ARGS.pmcprof, *args]
+
+
+class Run:
+    """A pmcprof process started in the background; stderr is read as it comes."""
+
+    def __init__(self, name, argv, out_file=None):
+        self.name, self.argv, self.out_file = name, argv, out_file
+        self.stderr_lines = []
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        RUNS.append(self)
+        self.stdout = ""
+        self.seen = threading.Event()
+        self.pattern = None
+        self._t_err = threading.Thread(target=self._read_err, daemon=True)
+        self._t_err.start()
+        self._t_out = threading.Thread(target=self._read_out, daemon=True)
+        self._t_out.start()
+
+    def _read_err(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+            if self.pattern and re.search(self.pattern, line):
+                self.seen.set()
+
+    def _read_out(self):
+        self.stdout = self.proc.stdout.read()
+
+    def wait_for_stderr(self, pattern, timeout):
+        self.pattern = pattern
+        if any(re.search(pattern, l) for l in self.stderr_lines):
+            return True
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.seen.wait(0.2):
+                return True
+            if self.proc.poll() is not None:
+                return any(re.search(pattern, l) for l in self.stderr_lines)
+        return False
+
+    def wait(self, timeout):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self.timed_out = True
+        self._t_err.join(5)
+        self._t_out.join(5)
+        self.elapsed = time.monotonic() - self.started
+        return self.proc.returncode
+
+    @property
+    def stderr(self):
+        return "".join(self.stderr_lines)
+
+    def reports(self):
+        """The JSON documents pmcprof wrote (one, or two with --aggregate both)."""
+        text = ""
+        if self.out_file and os.path.exists(self.out_file):
+            with open(self.out_file) as f:
+                text = f.read()
+        docs, dec, i = [], json.JSONDecoder(), 0
+        while True:
+            while i < len(text) and text[i].isspace():
+                i += 1
+            if i >= len(text):
+                return docs
+            doc, i = dec.raw_decode(text, i)
+            docs.append(doc)
+
+    def summary(self):
+        elapsed = getattr(self, "elapsed", time.monotonic() - self.started)
+        return (f"{self.name}: exit {self.proc.poll()} after {elapsed:.1f} s; "
+                f"stderr tail: {self.stderr.strip()[-600:]!r}")
+
+
+def func_stat(name, func, workload, backend=None, extra=(), tmp=None):
+    out = os.path.join(tmp, name + ".json")
+    argv = ["stat", "-e", EVENTS, "--func", func, "-j", "-o", out]
+    if backend:
+        argv += ["--backend", backend]
+    argv += list(extra) + ["--", *workload]
+    return Run(name, pmcprof_argv(*argv), out)
+
+
+def only_function(report, func):
+    rows = [f for f in report.get("functions", []) if f.get("function") == func]
+    return rows[0] if len(rows) == 1 else None
+
+
+def check_send_report(run, report, backend, n, agg=None):
+    what = f"{run.name}{' [' + agg + ']' if agg else ''}"
+    row = only_function(report, "tcp_sendmsg")
+    if not F.check(row is not None, f"{what}: one tcp_sendmsg row", json.dumps(report)[:400]):
+        return None
+    tc = row.get("events", {}).get("task-clock", {})
+    per_call = tc.get("mean")
+    log(f"  {what}: backend={row.get('backend')} calls={row.get('calls')} "
+        f"lost={row.get('lost')} task-clock total={tc.get('total')} ns "
+        f"mean/call={per_call} ns p50={tc.get('p50')} wall mean={row.get('wall', {}).get('mean')} ns "
+        f"on-CPU mean={row.get('oncpu', {}).get('mean')} ns")
+    F.check(row.get("backend") == backend, f"{what}: backend is {backend}",
+            f"got {row.get('backend')!r}")
+    F.check(row.get("calls") == n, f"{what}: calls == {n}", f"got {row.get('calls')}")
+    F.check(tc.get("status") == "ok" and isinstance(per_call, (int, float)) and per_call > 0,
+            f"{what}: task-clock per call > 0", f"task-clock {tc}")
+    return row
+
+
+def check_exit_ok(run, timeout):
+    rc = run.wait(timeout)
+    log(f"  {run.name}: exit {rc}, {run.elapsed:.1f} s in the emulator")
+    ok = F.check(rc == 0 and not getattr(run, "timed_out", False), f"{run.name}: exits 0",
+                 run.summary())
+    return ok
+
+
+# ------------------------------------------------------------------ leftovers
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        return f"<{e}>"
+
+
+def bpftool_json(*args):
+    r = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    try:
+        return json.loads(r.stdout or "[]"), ""
+    except json.JSONDecodeError as e:
+        return None, f"bad JSON from bpftool: {e}"
+
+
+def check_no_leftovers(after, funcs=("tcp_sendmsg", "tcp_recvmsg")):
+    kev = read("/sys/kernel/tracing/kprobe_events")
+    F.check(kev.strip() == "", f"after {after}: kprobe_events empty", repr(kev[:300]))
+    klist = read("/sys/kernel/debug/kprobes/list")
+    stale = [l for l in klist.splitlines() if any(re.search(rf"\b{f}\+", l) for f in funcs)]
+    F.check(not stale, f"after {after}: no kprobe on {'/'.join(funcs)} in debugfs kprobes/list",
+            "; ".join(stale[:4]))
+    progs, err = bpftool_json("prog", "show")
+    if not F.check(progs is not None, f"after {after}: bpftool prog show works", err):
+        return
+    ours = [p for p in progs if p.get("name") in PMCPROF_PROGS]
+    F.check(not ours, f"after {after}: no pmcprof BPF program loaded",
+            ", ".join(f"{p.get('id')}:{p.get('name')}" for p in ours))
+    links, err = bpftool_json("link", "show")
+    if not F.check(links is not None, f"after {after}: bpftool link show works", err):
+        return
+    our_ids = {p.get("id") for p in ours}
+    names = {p.get("id"): p.get("name") for p in progs}
+    stale_links = [l for l in links if l.get("prog_id") in our_ids
+                   or names.get(l.get("prog_id")) in PMCPROF_PROGS]
+    F.check(not stale_links, f"after {after}: no BPF link to a pmcprof program",
+            json.dumps(stale_links)[:400])
+    log(f"  after {after}: {len(progs)} BPF programs and {len(links)} links in the kernel")
+
+
+def kprobes_on(func):
+    return [l for l in read("/sys/kernel/debug/kprobes/list").splitlines()
+            if re.search(rf"\b{func}\+0x0", l)]
+
+
+def wait_attached(run, func, backend, timeout=240):
+    """True once pmcprof said it attaches FUNC and the probe is in place (kprobes/list shows
+    both the entry and the return probe; for fentry, a loaded func_fexit program)."""
+    if not run.wait_for_stderr(rf"attaching {func} with", timeout):
+        return False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and run.proc.poll() is None:
+        if backend == "kprobe":
+            kinds = {l.split()[1] for l in kprobes_on(func) if len(l.split()) > 1}
+            if {"k", "r"} <= kinds:
+                return True
+        else:
+            progs, _ = bpftool_json("prog", "show")
+            if progs and any(p.get("name") == "func_fexit" for p in progs):
+                return True
+        time.sleep(0.2)
+    return False
+
+
+def pid_alive(pid):
+    """True if PID exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def children_of(pid):
+    kids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        kids.append(int(name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return kids
+
+
+def signal_run(name, backend, tmp):
+    """pmcprof on a long workload, to be signalled once attached (finish_signal_run)."""
+    return func_stat(name, "tcp_sendmsg", [ARGS.tcp_pair, "serve", "300"], backend=backend,
+                     extra=["-v"], tmp=tmp)
+
+
+def finish_signal_run(run, backend, sig):
+    attached = wait_attached(run, "tcp_sendmsg", backend)
+    if not F.check(attached, f"{run.name}: attached before the signal", run.summary()
+                   if run.proc.poll() is not None else "no 'attaching' line / probe in time"):
+        kill_run(run)
+        run.wait(30)
+        return
+    time.sleep(1.0)  # some calls while attached
+    workload = children_of(run.proc.pid)
+    os.kill(run.proc.pid, sig)
+    rc = run.wait(60)
+    log(f"  {run.name}: {signal.Signals(sig).name} -> exit {rc} after {run.elapsed:.1f} s")
+    if sig == signal.SIGKILL:
+        F.check(rc == -signal.SIGKILL, f"{run.name}: died of SIGKILL", f"exit {rc}")
+        alive = [p for p in workload if pid_alive(p)]
+        log(f"  {run.name}: workload {workload} left running after pmcprof's SIGKILL: {alive}")
+        for p in alive:  # the workload this test started, by its PID
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for p in alive:
+            for _ in range(50):
+                if not pid_alive(p):
+                    break
+                time.sleep(0.1)
+        return
+    F.check(rc is not None and rc >= 0, f"{run.name}: exits (not by a signal) after SIGINT",
+            run.summary())
+    reports = run.reports()
+    rep = reports[0] if reports else {}
+    row = only_function(rep, "tcp_sendmsg") or {}
+    log(f"  {run.name}: interrupted={rep.get('interrupted')} calls={row.get('calls')} "
+        f"exit_status={rep.get('exit_status')}")
+    F.check(rep.get("interrupted") is True, f"{run.name}: report says interrupted",
+            json.dumps(rep)[:300])
+    F.check((row.get("calls") or 0) > 0, f"{run.name}: counted calls before the signal",
+            f"calls={row.get('calls')}")
+
+
+# ------------------------------------------------------------------ phases
+
+def phase(title):
+    log(f"\n== {title}")
+    return time.monotonic()
+
+
+def phase1(tmp):
+    t = phase("phase 1: tcp_sendmsg with kprobe (--aggregate both) and fentry, "
+              f"{N_SEND} loopback sends")
+    send = [ARGS.tcp_pair, "send", str(N_SEND)]
+    kp = func_stat("kprobe", "tcp_sendmsg", send, backend="kprobe",
+                   extra=["--aggregate", "both"], tmp=tmp)
+    fe = func_stat("fentry", "tcp_sendmsg", send, backend="fentry", tmp=tmp)
+    if check_exit_ok(kp, 400):
+        reps = kp.reports()
+        aggs = [r.get("aggregation") for r in reps]
+        log(f"  kprobe: {len(reps)} JSON reports, aggregations {aggs}")
+        F.check(sorted(aggs) == ["kernel", "stream"],
+                "kprobe: --aggregate both writes a stream and a kernel report", f"got {aggs}")
+        rows = {}
+        for r in reps:
+            rows[r.get("aggregation")] = check_send_report(kp, r, "kprobe", N_SEND,
+                                                           r.get("aggregation"))
+        if rows.get("stream") and rows.get("kernel"):
+            check_agreement(rows["stream"], rows["kernel"])
+    if check_exit_ok(fe, 400):
+        reps = fe.reports()
+        if F.check(len(reps) == 1, "fentry: one JSON report", f"{len(reps)}"):
+            check_send_report(fe, reps[0], "fentry", N_SEND)
+    log(f"  phase 1 took {time.monotonic() - t:.1f} s in the emulator")
+    check_no_leftovers("normal exits (kprobe, fentry)")
+
+
+def check_agreement(s, k):
+    log("  stream vs kernel aggregation of the same run:")
+    for key in ("calls", "not_counted", "slept", "migrated", "wall_ns", "oncpu_ns"):
+        log(f"    {key}: stream={s.get(key)} kernel={k.get(key)}")
+        F.check(s.get(key) == k.get(key), f"aggregations agree on {key}",
+                f"stream {s.get(key)} vs kernel {k.get(key)}")
+    st, kt = s["events"]["task-clock"], k["events"]["task-clock"]
+    log(f"    task-clock: stream total={st.get('total')} p50={st.get('p50')} p99={st.get('p99')}; "
+        f"kernel total={kt.get('total')} p50={kt.get('p50')} p99={kt.get('p99')}")
+    F.check(st.get("total") == kt.get("total"), "aggregations agree on the task-clock total",
+            f"{st.get('total')} vs {kt.get('total')}")
+    # Kernel percentiles come from log-linear buckets 25% wide: allow one bucket.
+    for q in ("p50", "p90"):
+        a, b = st.get(q), kt.get(q)
+        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
+            abs(a - b) <= 0.25 * max(a, b) + 1
+        F.check(ok, f"aggregations agree on task-clock {q} within a histogram bucket",
+                f"{a} vs {b}")
+
+
+def phase2(tmp):
+    t = phase(f"phase 2: blocking tcp_recvmsg with --backend auto -v ({RECV_MSGS} messages, "
+              f"{RECV_DELAY_MS} ms apart); a kprobe run stopped by SIGINT")
+    recv = func_stat("recv", "tcp_recvmsg",
+                     [ARGS.tcp_pair, "recv", str(RECV_MSGS), str(RECV_DELAY_MS)],
+                     backend="auto", extra=["-v"], tmp=tmp)
+    sigint = signal_run("sigint", "kprobe", tmp)
+    if check_exit_ok(recv, 400):
+        said = [l.strip() for l in recv.stderr_lines if "attaching" in l]
+        log(f"  recv (auto): -v says {said}")
+        F.check(any("tcp_recvmsg with fentry" in l for l in said),
+                "auto: -v says it attaches with fentry", recv.stderr[-400:])
+        reps = recv.reports()
+        row = only_function(reps[0], "tcp_recvmsg") if len(reps) == 1 else None
+        if F.check(row is not None, "recv: one report with one tcp_recvmsg row",
+                   json.dumps(reps)[:300]):
+            check_blocking(row)
+    finish_signal_run(sigint, "kprobe", signal.SIGINT)
+    log(f"  phase 2 took {time.monotonic() - t:.1f} s in the emulator")
+    check_no_leftovers("normal exit (auto/fentry) and SIGINT (kprobe)")
+
+
+def check_blocking(row):
+    wall, oncpu = row["wall"], row["oncpu"]
+    tc = row["events"]["task-clock"]
+    log(f"  recv: backend={row['backend']} calls={row['calls']} slept={row['slept']} "
+        f"wall mean={wall['mean']:.0f} ns p50={wall['p50']:.0f} ns; on-CPU mean={oncpu['mean']:.0f} ns; "
+        f"task-clock mean={tc.get('mean')} ns")
+    F.check(row["backend"] == "fentry", "auto: JSON backend is fentry", f"{row['backend']!r}")
+    F.check(row["calls"] == RECV_MSGS, f"recv: calls == {RECV_MSGS}", f"{row['calls']}")
+    F.check(row["slept"] == row["calls"], "recv: every call slept",
+            f"slept {row['slept']} of {row['calls']}")
+    F.check(wall["mean"] >= 0.8 * RECV_DELAY_MS * 1e6,
+            f"recv: wall time per call includes the ~{RECV_DELAY_MS} ms wait",
+            f"mean {wall['mean']} ns")
+    F.check(oncpu["mean"] <= 0.25 * wall["mean"],
+            "recv: on-CPU time per call excludes the wait (<= 25% of wall)",
+            f"on-CPU {oncpu['mean']} vs wall {wall['mean']}")
+    F.check(isinstance(tc.get("mean"), (int, float)) and 0 < tc["mean"] <= 0.25 * wall["mean"],
+            "recv: task-clock per call > 0 and excludes the wait",
+            f"task-clock {tc.get('mean')} vs wall {wall['mean']}")
+
+
+def kernel_text_symbols():
+    """Names of vmlinux text symbols that occur once in /proc/kallsyms."""
+    seen, dup = set(), set()
+    with open("/proc/kallsyms") as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 3 and p[1] in ("t", "T"):
+                (dup if p[2] in seen else seen).add(p[2])
+    return seen - dup
+
+
+def blacklisted_function(text):
+    """A text symbol in the kprobe blacklist, e.g. a kprobes internal."""
+    bl = read("/sys/kernel/debug/kprobes/blacklist").split()
+    names = [bl[i + 1] for i in range(0, len(bl) - 1, 2)]
+    for preferred in ("kprobe_int3_handler", "do_int3", "notify_die", "kprobe_handler"):
+        if preferred in names and preferred in text:
+            return preferred
+    return next((n for n in names if n in text and "." not in n), None)
+
+
+def notrace_function(text):
+    """A plain (non-inline, unique) text symbol that ftrace cannot trace: not in
+    available_filter_functions and not blacklisted. Debian's kernel lacks
+    CONFIG_KPROBE_EVENTS_ON_NOTRACE, so kprobe events refuse it too, and fentry needs ftrace."""
+    with open("/sys/kernel/tracing/available_filter_functions") as f:
+        traceable = {line.split()[0] for line in f if line.strip()}
+    blacklist = set(read("/sys/kernel/debug/kprobes/blacklist").split()[1::2])
+    for name in ("___ratelimit", "__add_hash_entry", "native_sched_clock"):
+        if name in text and name not in traceable and name not in blacklist:
+            return name
+    return None
+
+
+def clean_error(run, what, mentions):
+    rc = run.wait(300)
+    err = run.stderr
+    lines = [l for l in err.splitlines() if l.strip()]
+    log(f"  {what}: exit {rc}, stderr {err.strip()!r}")
+    F.check(rc is not None and rc > 0, f"{what}: non-zero exit (not a signal)", f"exit {rc}")
+    F.check(not any(m in err for m in CRASH_MARKERS), f"{what}: no crash text", err[-300:])
+    ok = bool(lines) and lines[0].startswith("pmcprof: ") and len(lines) <= 2 and \
+        (len(lines) == 1 or lines[1].startswith("HINT: "))
+    F.check(ok, f"{what}: one 'pmcprof:' line (+ at most one HINT)", repr(err[-400:]))
+    if lines:
+        for rx in mentions:
+            F.check(re.search(rx, lines[0], re.I) is not None,
+                    f"{what}: the line matches /{rx}/", lines[0])
+
+
+def phase3(tmp):
+    t = phase("phase 3: a kprobe run killed by SIGKILL; unknown and unprobeable kernel "
+              "functions; pmcprof doctor --json")
+    sigkill = signal_run("sigkill", "kprobe", tmp)
+    text = kernel_text_symbols()
+    bad, notrace = blacklisted_function(text), notrace_function(text)
+    log(f"  blacklisted function chosen: {bad}; notrace function chosen: {notrace}")
+    nt = None
+    if notrace:
+        nt = Run("notrace", pmcprof_argv("stat", "-e", EVENTS, "--func", notrace, "--", "true"))
+    else:
+        log("  note: none of the known notrace functions is in this kernel: that case is not run")
+    unknown = Run("unknown", pmcprof_argv("stat", "-e", EVENTS, "--func",
+                                          "pmcprof_no_such_function", "--", "true"))
+    black = None
+    if F.check(bad is not None, "a blacklisted text symbol exists"):
+        black = Run("blacklisted", pmcprof_argv("stat", "-e", EVENTS, "--func", bad,
+                                                "--", "true"))
+    doctor = Run("doctor", pmcprof_argv("doctor", "--json"))
+    clean_error(unknown, "unknown function", [r"pmcprof_no_such_function", r"unknown"])
+    if black:
+        clean_error(black, f"blacklisted function {bad}", [re.escape(bad), r"blacklist|cannot"])
+    if nt:
+        clean_error(nt, f"notrace function {notrace}",
+                    [re.escape(notrace), r"notrace|ftrace|trac(e|ed|ing)\b|available_filter"])
+    rc = doctor.wait(300)
+    try:
+        caps = {c["name"]: c for c in json.loads(doctor.stdout)["capabilities"]}
+    except (ValueError, KeyError) as e:
+        caps = {}
+        F.check(False, "doctor --json parses", f"{e}: exit {rc} {doctor.stdout[:300]!r}")
+    for name, want in (("kprobes", True), ("fentry", True), ("hardware_pmu", False)):
+        c = caps.get(name, {})
+        log(f"  doctor: {name} available={c.get('available')} ({c.get('detail')})")
+        F.check(c.get("available") is want, f"doctor: {name} {'yes' if want else 'no'}",
+                f"{c}")
+    finish_signal_run(sigkill, "kprobe", signal.SIGKILL)
+    log(f"  phase 3 took {time.monotonic() - t:.1f} s in the emulator")
+    check_no_leftovers("SIGKILL (kprobe), error exits and doctor")
+
+
+def guest_main(args):
+    global ARGS
+    ARGS = args
+    t0 = time.monotonic()
+    log(f"guest: {os.uname().release}, {os.cpu_count()} CPUs, pmcprof {args.pmcprof}")
+    log("(times below are measured inside the emulator: not performance figures)")
+    if not os.path.exists("/sys/bus/event_source/devices/kprobe"):
+        log("FAIL: this guest kernel has no kprobe PMU")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="pmcprof-guest-") as tmp:
+        check_no_leftovers("boot (baseline)")
+        for ph in (phase1, phase2, phase3):
+            try:
+                ph(tmp)
+            except Exception:  # a bug in a phase must not hide the others
+                F.check(False, f"{ph.__name__} ran", traceback.format_exc())
+                reap_all()
+                check_no_leftovers(f"the failed {ph.__name__}")
+            RUNS.clear()
+    log(f"\nguest suite: {F.checks - len(F.failed)} checks passed, {len(F.failed)} failed, "
+        f"{time.monotonic() - t0:.1f} s in the emulator")
+    for f in F.failed:
+        log(f"  failed: {f}")
+    return 1 if F.failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pmcprof", required=True)
+    ap.add_argument("--cache", help="guest cache directory (host side)")
+    ap.add_argument("--workloads", help="ignored (ctest passes it to every runtime test)")
+    ap.add_argument("--timeout", type=float, default=540,
+                    help="seconds the whole guest run may take before it is killed")
+    ap.add_argument("--in-guest", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tcp-pair", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.in_guest:
+        return guest_main(args)
+    if not args.cache:
+        ap.error("--cache DIR is required")
+    return host_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
