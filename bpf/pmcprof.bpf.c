@@ -32,7 +32,9 @@ const volatile bool follow_tgids = false;  /* count only tgids in `tracked` (and
 const volatile bool sched_hook = true;     /* suspend/resume in-flight calls at sched_switch */
 const volatile bool agg_by_cgroup = false; /* kernel aggregation keyed by cgroup too */
 const volatile __u32 fentry_func_id = 0;
-const volatile __u32 n_cgroups = 0; /* cgroup counting: watched cgroups */
+const volatile bool need_cgroup_id = true; /* records carry the cgroup (--by cgroup) */
+const volatile bool need_comm = true;      /* records carry the command name (--by comm) */
+const volatile __u32 n_cgroups = 0;        /* cgroup counting: watched cgroups */
 const volatile __u32 n_filter_cgroups = 0;
 /* function mode: count only calls in these (-G) */ /* fentry/fexit: the one function they
                                                        attach to */
@@ -326,7 +328,6 @@ static __always_inline bool in_filter_cgroups(void) {
 }
 
 static __always_inline bool wanted(__u32 tgid) {
-  if (n_filter_cgroups && !in_filter_cgroups()) return false;
   if (!follow_tgids) return true;
   return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
 }
@@ -347,9 +348,14 @@ static __always_inline struct pmcprof_func_stats *stats_of(__u32 func_id) {
 
 static __always_inline int on_entry(void *ctx, __u32 func_id) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!wanted(id >> 32)) return 0;
-  struct thread_state *t = thread_get((__u32)id, true);
-  if (!t) return 0;
+  if (n_filter_cgroups && !in_filter_cgroups()) return 0;
+  /* A thread with state already passed the process filter: skip that lookup per call. */
+  struct thread_state *t = thread_get((__u32)id, false);
+  if (!t) {
+    if (!wanted(id >> 32)) return 0;
+    t = thread_get((__u32)id, true);
+    if (!t) return 0;
+  }
   __u32 depth = t->depth;
   t->depth = depth + 1;
   if (depth >= PMCPROF_MAX_DEPTH) {
@@ -361,7 +367,7 @@ static __always_inline int on_entry(void *ctx, __u32 func_id) {
   struct frame *f = &t->frames[depth];
   f->func_id = func_id;
   f->entry_cpu = cpu;
-  f->cgroup_id = bpf_get_current_cgroup_id();
+  f->cgroup_id = need_cgroup_id ? bpf_get_current_cgroup_id() : 0;
   /* Readings last, so the probe's own work before them is not charged to the call. */
   __u64 now = bpf_ktime_get_ns();
   if (depth == 0) {
@@ -483,7 +489,7 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   }
   if (agg_mode & PMCPROF_AGG_KERNEL) aggregate(rec);
   if (agg_mode & PMCPROF_AGG_STREAM) {
-    bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+    if (need_comm) bpf_get_current_comm(rec->comm, sizeof(rec->comm));
     emit(ctx, rec, func_id);
   }
   return 0;

@@ -93,6 +93,8 @@ PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& c
   skel->rodata->follow_tgids = config.follow_tgids;
   skel->rodata->sched_hook = config.sched_hook;
   skel->rodata->agg_by_cgroup = config.agg_by_cgroup;
+  skel->rodata->need_cgroup_id = config.need_cgroup_id;
+  skel->rodata->need_comm = config.need_comm;
   skel->rodata->fentry_func_id = config.fentry_func_id;
   skel->rodata->n_cgroups = static_cast<__u32>(config.count_cgroup_ids.size());
   skel->rodata->n_filter_cgroups = static_cast<__u32>(config.filter_cgroups.size());

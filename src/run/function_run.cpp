@@ -251,6 +251,8 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   config.follow_tgids = !plan.system_wide && (workload || plan.pid);
   config.sched_hook = plan.sched_hook;
   config.agg_by_cgroup = plan.by == Breakdown::cgroup;
+  config.need_cgroup_id = plan.by == Breakdown::cgroup;
+  config.need_comm = plan.by == Breakdown::comm;
   for (const auto& cg : plan.filter_cgroups) config.filter_cgroups.emplace_back(cg.id, cg.level);
   std::optional<CgroupNames> cgroup_names;
   if (plan.by == Breakdown::cgroup) cgroup_names.emplace(cgroup2_mount_point());

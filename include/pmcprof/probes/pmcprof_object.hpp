@@ -36,6 +36,9 @@ struct BpfConfig {
   bool follow_tgids = false;      // count only tracked processes and their descendants
   bool sched_hook = true;         // suspend/resume in-flight calls at sched_switch
   bool agg_by_cgroup = false;
+  // What each record must carry; each costs a helper call per call when on.
+  bool need_cgroup_id = true;
+  bool need_comm = true;
   std::optional<std::string> fentry_target;  // load fentry/fexit for this kernel function
   std::uint32_t fentry_func_id = 0;
   // Per-cgroup counting (BPF backend): cgroup ids, index = position.
