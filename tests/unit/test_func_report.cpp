@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../../bpf/pmcprof.h"
+#include "golden.hpp"
 #include "pmcprof/report/func_report.hpp"
 #include "pmcprof/stream/func_stats.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -107,22 +108,6 @@ FunctionReport sample_report() {
       event_row("cache-misses", kCacheMisses, status_only(CounterStatus::not_supported)));
   r.functions.push_back(getppid);
   return r;
-}
-
-// Compares `actual` with tests/golden/<name>, or writes it when PMCPROF_UPDATE_GOLDEN=1.
-void expect_func_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(PMCPROF_GOLDEN_DIR) + "/" + name;
-  const char* update = std::getenv("PMCPROF_UPDATE_GOLDEN");
-  if (update && std::string(update) == "1") {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in) << "missing golden " << path << " (regenerate with PMCPROF_UPDATE_GOLDEN=1)";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(actual, expected.str())
-      << "golden " << path << " differs (PMCPROF_UPDATE_GOLDEN=1 rewrites it)";
 }
 
 const std::vector<FuncEventInfo> kThreeEvents = {
@@ -277,15 +262,15 @@ TEST(FuncReportMetric, NoIpcWhenNotCountedOrZeroCycles) {
 // ---- renderers: golden files ----
 
 TEST(FuncReportGolden, Text) {
-  expect_func_golden("func_report.txt", render_func_text(sample_report()));
+  pmcprof::testing::expect_golden("func_report.txt", render_func_text(sample_report()));
 }
 
 TEST(FuncReportGolden, Csv) {
-  expect_func_golden("func_report.csv", render_func_csv(sample_report()));
+  pmcprof::testing::expect_golden("func_report.csv", render_func_csv(sample_report()));
 }
 
 TEST(FuncReportGolden, Json) {
-  expect_func_golden("func_report.json", render_func_json(sample_report()));
+  pmcprof::testing::expect_golden("func_report.json", render_func_json(sample_report()));
 }
 
 // ---- renderers: field-level checks ----

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "golden.hpp"
 #include "pmcprof/report/render.hpp"
 #include "pmcprof/report/report.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -184,22 +185,6 @@ std::string interval_stream(OutputFormat format) {
   return out.str();
 }
 
-// Compares `actual` with tests/golden/<name>, or writes it when PMCPROF_UPDATE_GOLDEN=1.
-void expect_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(PMCPROF_GOLDEN_DIR) + "/" + name;
-  const char* update = std::getenv("PMCPROF_UPDATE_GOLDEN");
-  if (update && std::string(update) == "1") {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in) << "missing golden " << path << " (regenerate with PMCPROF_UPDATE_GOLDEN=1)";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(actual, expected.str())
-      << "golden " << path << " differs (PMCPROF_UPDATE_GOLDEN=1 rewrites it)";
-}
-
 const json* find_counter(const json& report, const std::string& event,
                          std::optional<int> cpu = std::nullopt) {
   for (const auto& c : report.at("counters"))
@@ -211,40 +196,40 @@ const json* find_counter(const json& report, const std::string& event,
 
 TEST(RenderGolden, SystemWide) {
   const CountingReport r = system_wide_report();
-  expect_golden("system_wide.txt", render_text(r));
-  expect_golden("system_wide.csv", render_csv(r));
-  expect_golden("system_wide.json", render_json(r));
+  pmcprof::testing::expect_golden("system_wide.txt", render_text(r));
+  pmcprof::testing::expect_golden("system_wide.csv", render_csv(r));
+  pmcprof::testing::expect_golden("system_wide.json", render_json(r));
 }
 
 TEST(RenderGolden, Workload) {
   const CountingReport r = workload_report();
-  expect_golden("workload.txt", render_text(r));
-  expect_golden("workload.csv", render_csv(r));
-  expect_golden("workload.json", render_json(r));
+  pmcprof::testing::expect_golden("workload.txt", render_text(r));
+  pmcprof::testing::expect_golden("workload.csv", render_csv(r));
+  pmcprof::testing::expect_golden("workload.json", render_json(r));
 }
 
 TEST(RenderGolden, PerCpu) {
   const CountingReport r = per_cpu_report();
-  expect_golden("per_cpu.txt", render_text(r));
-  expect_golden("per_cpu.csv", render_csv(r));
-  expect_golden("per_cpu.json", render_json(r));
+  pmcprof::testing::expect_golden("per_cpu.txt", render_text(r));
+  pmcprof::testing::expect_golden("per_cpu.csv", render_csv(r));
+  pmcprof::testing::expect_golden("per_cpu.json", render_json(r));
 }
 
 TEST(RenderGolden, Interval) {
-  expect_golden("interval.txt", interval_stream(OutputFormat::text));
-  expect_golden("interval.csv", interval_stream(OutputFormat::csv));
-  expect_golden("interval.json", interval_stream(OutputFormat::json));
+  pmcprof::testing::expect_golden("interval.txt", interval_stream(OutputFormat::text));
+  pmcprof::testing::expect_golden("interval.csv", interval_stream(OutputFormat::csv));
+  pmcprof::testing::expect_golden("interval.json", interval_stream(OutputFormat::json));
 }
 
 TEST(RenderGolden, Repeat) {
   const CountingReport r = repeat_report();
-  expect_golden("repeat.txt", render_text(r));
-  expect_golden("repeat.csv", render_csv(r));
-  expect_golden("repeat.json", render_json(r));
+  pmcprof::testing::expect_golden("repeat.txt", render_text(r));
+  pmcprof::testing::expect_golden("repeat.csv", render_csv(r));
+  pmcprof::testing::expect_golden("repeat.json", render_json(r));
 }
 
 TEST(RenderGolden, CsvSeparator) {
-  expect_golden("workload_semicolon.csv", render_csv(workload_report(), ";"));
+  pmcprof::testing::expect_golden("workload_semicolon.csv", render_csv(workload_report(), ";"));
 }
 
 TEST(RenderText, NotSupportedIsNeverZero) {
