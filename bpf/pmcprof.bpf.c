@@ -32,6 +32,9 @@ const volatile bool follow_tgids = false;  /* count only tgids in `tracked` (and
 const volatile bool sched_hook = true;     /* suspend/resume in-flight calls at sched_switch */
 const volatile bool agg_by_cgroup = false; /* kernel aggregation keyed by cgroup too */
 const volatile __u32 fentry_func_id = 0;
+/* Bit i: event i cannot be multiplexed (a software event), so its enabled/running times
+ * carry no information and the cheaper bpf_perf_event_read() does. */
+const volatile __u32 exact_events = 0;
 const volatile bool need_cgroup_id = true; /* records carry the cgroup (--by cgroup) */
 const volatile bool need_comm = true;      /* records carry the command name (--by comm) */
 const volatile __u32 n_cgroups = 0;        /* cgroup counting: watched cgroups */
@@ -268,6 +271,20 @@ int read_counters(void *ctx) {
 
 /* ---- per-thread virtual counters ---- */
 
+/* One reading of event i on this CPU. Exact events report running == enabled == 0. */
+static __always_inline long read_event(__u32 i, __u32 cpu, struct bpf_perf_event_value *v) {
+  __u64 slot = (__u64)i * n_cpus + cpu;
+  if (exact_events & (1u << i)) {
+    long c = (long)bpf_perf_event_read(&counters, slot);
+    /* Errors are small negative numbers (-ENOENT, -EINVAL, ...); counts never get there. */
+    if (c < 0 && c > -4096) return c;
+    v->counter = (__u64)c;
+    v->enabled = v->running = 0;
+    return 0;
+  }
+  return bpf_perf_event_read_value(&counters, slot, v, sizeof(*v));
+}
+
 /* A global (non-static, not inlined) function is verified once on its own; inlined into the
  * unrolled per-event loops its branches would multiply the verifier's states. */
 __attribute__((noinline)) __u64 normalize_delta(__u64 dc, __u64 de, __u64 dr) {
@@ -281,7 +298,7 @@ static __always_inline void segment_start(struct thread_state *t, __u32 cpu, __u
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     struct bpf_perf_event_value v = {};
-    if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &v, sizeof(v)) != 0) {
+    if (read_event(i, cpu, &v) != 0) {
       t->not_counted++;
       v.counter = v.enabled = v.running = 0;
     }
@@ -297,7 +314,7 @@ static __always_inline void segment_fold(struct thread_state *t, __u32 cpu, __u6
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     struct bpf_perf_event_value v = {};
-    if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &v, sizeof(v)) != 0) {
+    if (read_event(i, cpu, &v) != 0) {
       nc = true;
       continue;
     }
@@ -521,19 +538,20 @@ int BPF_PROG(func_fexit) { return on_exit(ctx, fentry_func_id); }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  /* Runs at every context switch of every task: only a thread with a call in flight pays
+   * for the clock and the counters. */
   __u32 cpu = bpf_get_smp_processor_id();
-  __u64 now = bpf_ktime_get_ns();
   __u32 prev_tid = BPF_CORE_READ(prev, pid);
   __u32 next_tid = BPF_CORE_READ(next, pid);
   struct thread_state *t = bpf_map_lookup_elem(&threads, &prev_tid);
   if (t && t->depth > 0) {
-    segment_fold(t, t->cpu == cpu ? cpu : t->cpu, now);
+    segment_fold(t, t->cpu == cpu ? cpu : t->cpu, bpf_ktime_get_ns());
     t->switches++;
   }
   t = bpf_map_lookup_elem(&threads, &next_tid);
   if (t && t->depth > 0) {
     if (t->cpu != cpu) t->migrations++;
-    segment_start(t, cpu, now);
+    segment_start(t, cpu, bpf_ktime_get_ns());
   }
   return 0;
 }

@@ -95,6 +95,14 @@ PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& c
   skel->rodata->agg_by_cgroup = config.agg_by_cgroup;
   skel->rodata->need_cgroup_id = config.need_cgroup_id;
   skel->rodata->need_comm = config.need_comm;
+  // Software events are never multiplexed: their running time always equals
+  // their enabled time, so reading them without the times loses nothing.
+  __u32 exact = 0;
+  for (std::size_t b = 0; b < obj.bpf_events_.size(); ++b) {
+    const auto& attr = counters.event(obj.bpf_events_[b]).attr;
+    if (config.exact_reads && attr.type == PERF_TYPE_SOFTWARE) exact |= 1u << b;
+  }
+  skel->rodata->exact_events = exact;
   skel->rodata->fentry_func_id = config.fentry_func_id;
   skel->rodata->n_cgroups = static_cast<__u32>(config.count_cgroup_ids.size());
   skel->rodata->n_filter_cgroups = static_cast<__u32>(config.filter_cgroups.size());

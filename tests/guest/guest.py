@@ -23,13 +23,14 @@ Every boot:
   * `qemu-system-x86_64 -accel tcg -kernel vmlinux -initrd initramfs` with the host root shared
     read-only over 9p and a fresh host directory shared writable for the results;
   * the guest's /init loads the modules, mounts the shares, puts proc, sysfs, devtmpfs, tracefs,
-    debugfs, bpffs, cgroup2 and a tmpfs /tmp and /run into the shared root, chroots into it and
+    debugfs, bpffs, cgroup2 and a tmpfs /run (scratch: /run/tmp, TMPDIR) into the shared root, chroots into it and
     runs CMD with its output going both to the results share and to the serial console;
   * has a timeout: a hung guest is killed and reported with the tail of its console.
 Exit 77 (skip) when qemu itself is missing or cannot start; any other failure is an error.
 """
 import argparse
 import fcntl
+import hashlib
 import io
 import lzma
 import os
@@ -52,7 +53,6 @@ XZ_MAGIC = b"\xfd7zXZ\x00"
 HOST_TAG = "hostroot"
 RESULTS_TAG = "results"
 GUEST_RESULTS = "/run/guest-results"  # where the writable share appears inside the chroot
-INIT_VERSION = "4"  # bump when INIT_SCRIPT changes: the cached initramfs is rebuilt
 
 
 class GuestError(Exception):
@@ -232,8 +232,8 @@ mount -t proc proc $H/proc
 mount -t sysfs sysfs $H/sys
 mount -t devtmpfs devtmpfs $H/dev
 mount -t devpts devpts $H/dev/pts 2>/dev/null
-mount -t tmpfs -o mode=1777 tmpfs $H/tmp
 mount -t tmpfs -o mode=755 tmpfs $H/run
+mkdir -m 1777 $H/run/tmp
 mount -t tmpfs -o mode=1777 tmpfs $H/dev/shm 2>/dev/null
 mount -t tracefs tracefs $H/sys/kernel/tracing
 mount -t debugfs debugfs $H/sys/kernel/debug
@@ -394,7 +394,9 @@ def prepare(cache):
             path = os.path.join(cache, entry)
             if entry.startswith("run-") and time.time() - os.path.getmtime(path) > 6 * 3600:
                 shutil.rmtree(path, ignore_errors=True)
-        initramfs = os.path.join(kdir, f"initramfs-v{INIT_VERSION}.cpio")
+        # Named by what it holds: a changed /init (or module list) builds a new one.
+        digest = hashlib.sha256((init_script() + " ".join(MODULES)).encode()).hexdigest()[:12]
+        initramfs = os.path.join(kdir, f"initramfs-{digest}.cpio")
         if not os.path.exists(initramfs):
             build_initramfs(kdir, find_busybox(cache), initramfs)
         return Prepared(vmlinux, initramfs, package)
@@ -421,7 +423,10 @@ def run_in_guest(cache, argv, timeout=120, cpus=2, memory_mb=2048, env=None, ech
     rundir = tempfile.mkdtemp(prefix="run-", dir=os.path.abspath(cache))
     os.chmod(rundir, 0o755)
     try:
-        lines = ["cd /tmp", "export HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1",
+        # The host's /tmp stays visible (read-only) in the guest: the checkout or build under
+        # test may live there (CI clones anywhere). Scratch space is a tmpfs at /run/tmp.
+        lines = ["cd /run/tmp", "export TMPDIR=/run/tmp",
+                 "export HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1",
                  "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
         lines += [f"export {k}={shlex.quote(v)}" for k, v in (env or {}).items()]
         lines.append(f"exec {shlex.join(argv)}")
