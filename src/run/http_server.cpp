@@ -11,6 +11,7 @@
 
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
+#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 
@@ -122,12 +123,17 @@ HttpServer::HttpServer(const ListenAddress& address) {
 void HttpServer::serve_one(const Handler& handler) {
   Fd client(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!client) return;
-  // Read the request head, at most 8 KiB and 2 s: a slow or silent client cannot stall counting.
+  // Read the request head: at most 8 KiB within one deadline for the whole request (not per
+  // chunk), so a slow or silent client holds the run loop for 1 s at the most.
+  constexpr std::uint64_t kRequestDeadlineMs = 1000;
+  const std::uint64_t deadline = monotonic_ns() + kRequestDeadlineMs * 1000000;
   std::string request;
   char buf[2048];
   while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
+    const std::uint64_t now = monotonic_ns();
+    if (now >= deadline) break;
     pollfd p{client.get(), POLLIN, 0};
-    if (::poll(&p, 1, 2000) <= 0) break;
+    if (::poll(&p, 1, static_cast<int>((deadline - now) / 1000000) + 1) <= 0) break;
     ssize_t n = ::recv(client.get(), buf, sizeof(buf), 0);
     if (n <= 0) break;
     request.append(buf, static_cast<std::size_t>(n));

@@ -183,6 +183,36 @@ class ServeTest(unittest.TestCase):
             proc.send_signal(signal.SIGTERM)
             proc.communicate(timeout=10)
 
+    def test_slow_client_cannot_stall_scrapes(self):
+        # A client that trickles its request one byte at a time gets at most one request
+        # deadline (1 s) of the run loop; a scrape behind it is answered soon after.
+        import threading
+        serve = Serve(["-e", "task-clock"])
+        try:
+            serve.wait_ready()
+            slow = socket.create_connection(("127.0.0.1", serve.port))
+
+            def trickle():
+                for ch in b"GET /metrics HTTP/1.1\r\nHost: x\r\n":
+                    try:
+                        slow.send(bytes([ch]))
+                        time.sleep(0.25)
+                    except OSError:
+                        return
+            threading.Thread(target=trickle, daemon=True).start()
+            time.sleep(0.1)
+            t0 = time.monotonic()
+            status, _, body = http_get(serve.url, timeout=10)
+            took = time.monotonic() - t0
+            t.log(f"scrape behind a trickling client took {took:.2f} s")
+            self.assertEqual(status, 200)
+            self.assertIn("pmcprof_up 1", body)
+            self.assertLess(took, 2.5)
+            slow.close()
+        finally:
+            rc, err = serve.close()
+        self.assertEqual(rc, 0, err)
+
     def test_function_mode_series(self):
         serve = Serve(["-e", "task-clock", "--func", "syscall:getppid"])
         try:
