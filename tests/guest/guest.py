@@ -433,7 +433,9 @@ def run_in_guest(cache, argv, timeout=120, cpus=2, memory_mb=2048, env=None, ech
         with open(os.path.join(rundir, "cmd.sh"), "w") as f:
             f.write("\n".join(lines) + "\n")
         console_path = os.path.join(rundir, "console.log")
-        cmd = [qemu, "-accel", "tcg,thread=multi", "-machine", "q35", "-cpu", "max",
+        # Single-threaded TCG: multi-threaded TCG was seen to stall a vCPU for minutes (guest
+        # "soft lockup" in code that waits on the other CPU); one host thread runs both vCPUs.
+        cmd = [qemu, "-accel", "tcg,thread=single", "-machine", "q35", "-cpu", "max",
                "-smp", str(cpus), "-m", str(memory_mb), "-nodefaults", "-no-reboot", "-display", "none",
                "-serial", "stdio", "-monitor", "none", "-nic", "none",
                "-kernel", prep.vmlinux, "-initrd", prep.initramfs,
