@@ -40,6 +40,23 @@ class ReportSink {
   std::ostream* stream_ = &std::cerr;
 };
 
+// -G values: comma lists, the option repeatable.
+std::vector<std::string> cgroup_names(const StatOptions& opts) {
+  std::vector<std::string> names;
+  for (const auto& g : opts.cgroups)
+    for (const auto& n : split(g, ',')) names.push_back(n);
+  return names;
+}
+
+// -p / -t of a task that does not exist: one line, before anything is opened.
+void require_task(pid_t id, bool thread) {
+  if (process_exists(id)) return;
+  throw UserError(
+      std::string(thread ? "no thread with TID " : "no process with PID ") + std::to_string(id),
+      thread ? "check the TID with ps -L; it may have exited"
+             : "check the PID with ps; it may have exited");
+}
+
 RenderOptions render_options(const StatOptions& opts) {
   RenderOptions r;
   r.intervals = opts.interval_ms.has_value();
@@ -79,19 +96,12 @@ CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.cgroup_backend = parse_cgroup_backend(opts.cgroup_backend);
   if (!opts.cgroups.empty() || !opts.for_each_cgroup.empty()) {
     const std::string mount = cgroup2_mount_point();
-    std::vector<std::string> names;
-    for (const auto& g : opts.cgroups)
-      for (const auto& n : split(g, ',')) names.push_back(n);
-    plan.cgroups = open_cgroups(names, mount);
+    plan.cgroups = open_cgroups(cgroup_names(opts), mount);
     for (const auto& spec : opts.for_each_cgroup)
       for (auto& cg : expand_for_each_cgroup(spec, mount)) plan.cgroups.push_back(std::move(cg));
   }
-  if (plan.pid && !process_exists(*plan.pid))
-    throw UserError("no process with PID " + std::to_string(*plan.pid),
-                    "check the PID with ps; it may have exited");
-  if (plan.tid && !process_exists(*plan.tid))
-    throw UserError("no thread with TID " + std::to_string(*plan.tid),
-                    "check the TID with ps -L; it may have exited");
+  if (plan.pid) require_task(*plan.pid, false);
+  if (plan.tid) require_task(*plan.tid, true);
   return plan;
 }
 
@@ -179,9 +189,7 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.system_wide = opts.all_cpus;
   if (opts.pid) {
     plan.pid = static_cast<pid_t>(*opts.pid);
-    if (!process_exists(*plan.pid))
-      throw UserError("no process with PID " + std::to_string(*plan.pid),
-                      "check the PID with ps; it may have exited");
+    require_task(*plan.pid, false);
   }
   plan.command = opts.command;
   if (opts.interval_ms) plan.interval_ms = static_cast<std::uint64_t>(*opts.interval_ms);
@@ -193,12 +201,8 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);
   plan.verbose = opts.verbose;
   plan.quiet = opts.quiet;
-  if (!opts.cgroups.empty()) {
-    std::vector<std::string> names;
-    for (const auto& g : opts.cgroups)
-      for (const auto& n : split(g, ',')) names.push_back(n);
-    plan.filter_cgroups = open_cgroups(names, cgroup2_mount_point());
-  }
+  if (!opts.cgroups.empty())
+    plan.filter_cgroups = open_cgroups(cgroup_names(opts), cgroup2_mount_point());
   return plan;
 }
 

@@ -7,6 +7,7 @@
 
 #include "pmcprof.h"
 #include "pmcprof.skel.h"
+#include "pmcprof/probes/percpu_map.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -65,16 +66,14 @@ std::vector<std::vector<RawCount>> BpfCgroupCounter::read() {
   flush();
   std::vector<std::vector<RawCount>> out(n_cgroups_, std::vector<RawCount>(n_counter_events_));
   const int fd = bpf_map__fd(object_.skel()->maps.cgroup_counts);
-  const int ncpus = libbpf_num_possible_cpus();
-  std::vector<CgroupCount> values(static_cast<std::size_t>(ncpus));
   const std::size_t n_bpf = object_.bpf_event_count();
   for (std::size_t cg = 0; cg < n_cgroups_; ++cg) {
     for (std::size_t b = 0; b < n_bpf; ++b) {
       const __u32 slot = static_cast<__u32>(cg * n_bpf + b);
-      if (bpf_map_lookup_elem(fd, &slot, values.data()) != 0) continue;
-      RawCount sum;
-      for (const auto& v : values) sum += RawCount{v.counter, v.enabled, v.running};
-      out[cg][object_.counter_event(b)] = sum;
+      RawCount& sum = out[cg][object_.counter_event(b)];
+      for_each_cpu_value<CgroupCount>(fd, &slot, [&](const CgroupCount& v) {
+        sum += RawCount{v.counter, v.enabled, v.running};
+      });
     }
   }
   return out;

@@ -100,7 +100,7 @@ PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& c
   __u32 exact = 0;
   for (std::size_t b = 0; b < obj.bpf_events_.size(); ++b) {
     const auto& attr = counters.event(obj.bpf_events_[b]).attr;
-    if (config.exact_reads && attr.type == PERF_TYPE_SOFTWARE) exact |= 1u << b;
+    if (attr.type == PERF_TYPE_SOFTWARE) exact |= 1u << b;
   }
   skel->rodata->exact_events = exact;
   skel->rodata->fentry_func_id = config.fentry_func_id;

@@ -23,14 +23,6 @@ namespace pmcprof {
 
 namespace {
 
-// pidfd for -p/-t so the run ends when the target does. Threads need PIDFD_THREAD (6.9+).
-Fd open_target_pidfd(pid_t pid, bool thread) {
-  constexpr unsigned kPidfdThread = O_EXCL;
-  long fd = syscall(SYS_pidfd_open, pid, thread ? kPidfdThread : 0u);
-  if (fd < 0 && thread) fd = syscall(SYS_pidfd_open, pid, 0u);
-  return Fd(fd < 0 ? -1 : static_cast<int>(fd));
-}
-
 CounterTarget make_target(const CountingPlan& plan, const Workload* workload) {
   if (plan.system_wide) return CounterTarget::system_wide(plan.cpus);
   if (workload) return CounterTarget::tasks({workload->pid()}, /*inherit=*/true, true);
@@ -129,8 +121,9 @@ class RunCounters {
 
   Snapshot read() {
     Snapshot snap;
-    if (bpf_ || last_bpf_) {
-      auto per_cgroup = bpf_ && !stopped_ ? bpf_->read() : *last_bpf_;
+    if (bpf_) {
+      // After disable() the counts are final: the read made there is the snapshot.
+      auto per_cgroup = last_bpf_ ? *last_bpf_ : bpf_->read();
       for (auto& events : per_cgroup) {
         std::vector<std::vector<RawCount>> scope;
         for (auto& c : events) scope.push_back({c});
@@ -141,8 +134,6 @@ class RunCounters {
     for (const auto& s : sets_) snap.push_back(s.read());
     return snap;
   }
-  void stop() { stopped_ = last_bpf_.has_value(); }
-
   std::vector<CounterRow> rows(const Snapshot& snap) const {
     std::vector<CounterRow> rows;
     for (std::size_t g = 0; g < snap.size(); ++g) {
@@ -178,7 +169,6 @@ class RunCounters {
   std::vector<CounterSet> sets_;
   std::optional<BpfCgroupCounter> bpf_;
   std::optional<std::vector<std::vector<RawCount>>> last_bpf_;
-  bool stopped_ = false;
 };
 
 }  // namespace
@@ -230,8 +220,8 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
   RunCounters counters(plan, workload ? &*workload : nullptr);
   const bool attach_to_workload = workload && !plan.system_wide;
   Fd target_pidfd;
-  if (plan.pid) target_pidfd = open_target_pidfd(*plan.pid, false);
-  if (plan.tid) target_pidfd = open_target_pidfd(*plan.tid, true);
+  if (plan.pid) target_pidfd = open_pidfd(*plan.pid, false);
+  if (plan.tid) target_pidfd = open_pidfd(*plan.tid, true);
 
   CountingReport base;
   base.target = describe_target(plan);
@@ -301,7 +291,6 @@ CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals
   // The stretch since the last tick is an interval too, read like the total (after the
   // workload is reaped, when its counts are final): the intervals then add up to the total.
   if (plan.interval_ms) on_interval();
-  counters.stop();
   Snapshot totals = counters.read();
   CountingReport& r = outcome.report;
   r.target = base.target;

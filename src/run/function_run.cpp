@@ -16,6 +16,7 @@
 #include "pmcprof/doctor/tracefs.hpp"
 #include "pmcprof/probes/elf_symbols.hpp"
 #include "pmcprof/probes/kernel_functions.hpp"
+#include "pmcprof/probes/percpu_map.hpp"
 #include "pmcprof/probes/pmcprof_object.hpp"
 #include "pmcprof/run/counting_run.hpp"
 #include "pmcprof/run/run_loop.hpp"
@@ -145,16 +146,6 @@ std::vector<BpfLink> attach_function(pmcprof_bpf* skel, const AttachPoint& p) {
   return links;
 }
 
-// Sums the per-CPU values of a PERCPU map value into one.
-template <typename T, typename Fn>
-void for_each_cpu_value(int map_fd, const void* key, std::size_t value_size, Fn&& fn) {
-  const int ncpus = libbpf_num_possible_cpus();
-  const std::size_t stride = (value_size + 7) & ~std::size_t{7};
-  std::vector<unsigned char> buf(stride * static_cast<std::size_t>(ncpus));
-  if (bpf_map_lookup_elem(map_fd, key, buf.data()) != 0) return;
-  for (int c = 0; c < ncpus; ++c) fn(*reinterpret_cast<const T*>(buf.data() + stride * c));
-}
-
 std::map<FuncKey, FuncStats> read_kernel_aggregates(pmcprof_bpf* skel, std::size_t n_events,
                                                     Breakdown by) {
   std::map<FuncKey, FuncStats> out;
@@ -167,7 +158,7 @@ std::map<FuncKey, FuncStats> read_kernel_aggregates(pmcprof_bpf* skel, std::size
     FuncKey fk{key.func_id, by == Breakdown::cgroup ? std::to_string(key.cgroup_id) : ""};
     auto it = out.find(fk);
     if (it == out.end()) it = out.emplace(fk, FuncStats(n_events)).first;
-    for_each_cpu_value<pmcprof_agg>(fd, &key, sizeof(pmcprof_agg),
+    for_each_cpu_value<pmcprof_agg>(fd, &key,
                                     [&](const pmcprof_agg& a) { it->second.add_kernel(a); });
   }
   return out;
@@ -177,13 +168,12 @@ std::vector<pmcprof_func_stats> read_func_stats(pmcprof_bpf* skel, std::size_t n
   std::vector<pmcprof_func_stats> out(n_funcs);
   const int fd = bpf_map__fd(skel->maps.func_stats);
   for (std::uint32_t f = 0; f < n_funcs; ++f) {
-    for_each_cpu_value<pmcprof_func_stats>(fd, &f, sizeof(pmcprof_func_stats),
-                                           [&](const pmcprof_func_stats& s) {
-                                             out[f].emitted += s.emitted;
-                                             out[f].lost += s.lost;
-                                             out[f].depth_overflow += s.depth_overflow;
-                                             out[f].unmatched_exit += s.unmatched_exit;
-                                           });
+    for_each_cpu_value<pmcprof_func_stats>(fd, &f, [&](const pmcprof_func_stats& s) {
+      out[f].emitted += s.emitted;
+      out[f].lost += s.lost;
+      out[f].depth_overflow += s.depth_overflow;
+      out[f].unmatched_exit += s.unmatched_exit;
+    });
   }
   return out;
 }
@@ -354,7 +344,7 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   loop_opts.timeout_ms = plan.timeout_ms;
   loop_opts.workload_pidfd = workload ? workload->pidfd() : -1;
   Fd target_pidfd;
-  if (plan.pid) target_pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, *plan.pid, 0)));
+  if (plan.pid) target_pidfd = open_pidfd(*plan.pid);
   loop_opts.target_pidfd = target_pidfd.get();
   if (stream) loop_opts.readers.push_back({stream->epoll_fd(), [&] { stream->drain(); }});
   for (const auto& r : plan.readers) loop_opts.readers.push_back(r);
@@ -401,16 +391,20 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
     if (intervals) intervals->interval(r);
     previous_ns = now_ns;
   };
+  // Cumulative views of the calls so far: from the stream (drained first), or the kernel's sums.
+  auto stream_view = [&](const std::vector<pmcprof_func_stats>& fstats) {
+    stream->drain();
+    return build_report(stream_total.stats(), fstats, "stream", stream->lost());
+  };
+  auto kernel_view = [&](const std::vector<pmcprof_func_stats>& fstats) {
+    return build_report(read_kernel_aggregates(skel, n_events, plan.by), fstats, "kernel", 0);
+  };
+  auto main_view = [&](const std::vector<pmcprof_func_stats>& fstats) {
+    return stream ? stream_view(fstats) : kernel_view(fstats);
+  };
   if (plan.on_live)
     plan.on_live([&] {
-      auto fstats = read_func_stats(skel, points.size());
-      FunctionReport r;
-      if (stream) {
-        stream->drain();
-        r = build_report(stream_total.stats(), fstats, "stream", stream->lost());
-      } else {
-        r = build_report(read_kernel_aggregates(skel, n_events, plan.by), fstats, "kernel", 0);
-      }
+      FunctionReport r = main_view(read_func_stats(skel, points.size()));
       r.elapsed_ns = monotonic_ns() - start;
       r.timestamp_unix_ns = realtime_ns();
       return r;
@@ -428,33 +422,18 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
 
   FunctionOutcome outcome;
   if (workload) outcome.exit_code = workload->finish(why == StopReason::workload_exited);
-  auto fstats = read_func_stats(skel, points.size());
-  std::optional<FunctionReport> kernel_report;
-  if (config.agg_mode & PMCPROF_AGG_KERNEL)
-    kernel_report =
-        build_report(read_kernel_aggregates(skel, n_events, plan.by), fstats, "kernel", 0);
-  std::optional<FunctionReport> stream_report;
-  if (stream) {
-    stream->drain();
-    stream_report = build_report(stream_total.stats(), fstats, "stream", stream->lost());
-  }
-  auto finish = [&](FunctionReport& r) {
+  const auto fstats = read_func_stats(skel, points.size());
+  auto finish = [&](FunctionReport r) {
     r.elapsed_ns = end - start;
     r.timestamp_unix_ns = realtime_ns();
     r.interrupted = why == StopReason::signal;
     if (workload) r.exit_status = outcome.exit_code;
+    return r;
   };
-  if (stream_report) {
-    outcome.report = std::move(*stream_report);
-    finish(outcome.report);
-    if (kernel_report) {
-      finish(*kernel_report);
-      outcome.kernel_report = std::move(kernel_report);
-    }
-  } else {
-    outcome.report = std::move(*kernel_report);
-    finish(outcome.report);
-  }
+  outcome.report = finish(main_view(fstats));
+  // --aggregate both: the stream's report first, then the kernel's view of the same calls.
+  if (stream && (config.agg_mode & PMCPROF_AGG_KERNEL))
+    outcome.kernel_report = finish(kernel_view(fstats));
   return outcome;
 }
 

@@ -12,6 +12,7 @@
 
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
+#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 
@@ -74,8 +75,7 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
   w.err_pipe_ = std::move(err_read);
   w.command_line_ = join(argv, " ");
   w.program_ = argv[0];
-  int pfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pfd >= 0) w.pidfd_.reset(pfd);
+  w.pidfd_ = open_pidfd(pid);
   return w;
 }
 

@@ -1,6 +1,7 @@
 #include "pmcprof/util/system.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -74,6 +75,13 @@ bool has_effective_capability(int cap) {
 bool process_exists(pid_t pid) {
   if (pid <= 0) return false;
   return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+Fd open_pidfd(pid_t pid, bool thread) {
+  constexpr unsigned kPidfdThread = O_EXCL;
+  long fd = syscall(SYS_pidfd_open, pid, thread ? kPidfdThread : 0u);
+  if (fd < 0 && thread) fd = syscall(SYS_pidfd_open, pid, 0u);
+  return Fd(fd < 0 ? -1 : static_cast<int>(fd));
 }
 
 std::vector<pid_t> process_threads(pid_t pid) {

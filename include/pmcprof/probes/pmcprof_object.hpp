@@ -36,8 +36,6 @@ struct BpfConfig {
   bool follow_tgids = false;      // count only tracked processes and their descendants
   bool sched_hook = true;         // suspend/resume in-flight calls at sched_switch
   bool agg_by_cgroup = false;
-  // Read exact (never multiplexed) events without enabled/running times: cheaper per call.
-  bool exact_reads = true;
   // What each record must carry; each costs a helper call per call when on.
   bool need_cgroup_id = true;
   bool need_comm = true;

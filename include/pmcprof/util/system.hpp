@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "pmcprof/util/fd.hpp"
+
 namespace pmcprof {
 
 // Whole file as a string; nullopt when it cannot be opened.
@@ -24,6 +26,10 @@ std::optional<int> perf_event_paranoid();
 bool has_effective_capability(int cap);
 
 bool process_exists(pid_t pid);
+// A pidfd that becomes readable when the process (or, with `thread`, the thread: PIDFD_THREAD,
+// Linux 6.9+, else its process) exits; invalid when it is already gone.
+Fd open_pidfd(pid_t pid, bool thread = false);
+
 // Thread ids of a process (/proc/PID/task), sorted; empty when the process is gone.
 std::vector<pid_t> process_threads(pid_t pid);
 
