@@ -1,7 +1,7 @@
 #include <ostream>
 
 #include "pmcprof/cli/commands.hpp"
-#include "pmcprof/doctor/capabilities.hpp"
+#include "pmcprof/report/doctor_report.hpp"
 #include "pmcprof/util/error.hpp"
 
 namespace pmcprof {

@@ -152,7 +152,7 @@ int run_cli(int argc, char** argv) {
     }
     if (list->parsed()) return run_list_command(list_opts, std::cout);
     if (doctor->parsed()) return run_doctor_command(doctor_opts, std::cout);
-  } catch (const UserError& e) {
+  } catch (const Error& e) {
     std::cerr << "pmcprof: " << e.what() << "\n";
     if (!e.hint().empty()) std::cerr << "HINT: " << e.hint() << "\n";
     return e.exit_code();

@@ -3,14 +3,14 @@
 
 #include "pmcprof/cli/stat_options.hpp"
 #include "pmcprof/counters/cgroups.hpp"
-#include "pmcprof/counters/cpu_list.hpp"
+#include "pmcprof/platform/cpu_list.hpp"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/report/aggregate.hpp"
 #include "pmcprof/run/counting_run.hpp"
 #include "pmcprof/run/function_run.hpp"
 #include "pmcprof/stream/record_stream.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <regex>
 
-#include "pmcprof/doctor/mountinfo.hpp"
+#include "pmcprof/platform/mountinfo.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 

@@ -5,9 +5,9 @@
 
 #include <cerrno>
 
-#include "pmcprof/counters/perf_event.hpp"
+#include "pmcprof/platform/perf_event.hpp"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 

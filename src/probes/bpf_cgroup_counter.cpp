@@ -58,7 +58,10 @@ void BpfCgroupCounter::flush() {
   for (int cpu : cpus_) {
     LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU,
                 .cpu = static_cast<__u32>(cpu));
-    bpf_prog_test_run_opts(prog_fd, &opts);
+    // A CPU whose flush fails would hand back stale counts as current: refuse to read.
+    if (bpf_prog_test_run_opts(prog_fd, &opts) != 0)
+      throw SystemError("flushing the BPF cgroup counts on CPU " + std::to_string(cpu) +
+                        " failed: " + errno_string(errno));
   }
 }
 

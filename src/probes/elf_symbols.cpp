@@ -13,10 +13,10 @@
 #include <memory>
 #include <sstream>
 
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/fd.hpp"
 #include "pmcprof/util/strings.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 

@@ -5,9 +5,9 @@
 
 #include <sstream>
 
-#include "pmcprof/doctor/capabilities.hpp"
+#include "pmcprof/platform/capabilities.hpp"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/probes/pmcprof_object.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 

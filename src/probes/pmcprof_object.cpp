@@ -10,66 +10,15 @@
 
 #include "pmcprof.h"
 #include "pmcprof.skel.h"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 
 void PmcprofBpfDeleter::operator()(pmcprof_bpf* skel) const {
   pmcprof_bpf__destroy(skel);
 }
-void BpfLinkDeleter::operator()(bpf_link* link) const {
-  bpf_link__destroy(link);
-}
-
-namespace {
-
-// libbpf reports through one process-wide callback with no user context, so the verifier's
-// verdict is kept here (per thread) for the one-line error pmcprof prints.
-thread_local std::string last_verifier_verdict;
-}  // namespace
-
-std::string verifier_verdict(const std::string& log);
-
-namespace {
-
-void keep_verifier_verdict(const std::string& text) {
-  if (auto v = verifier_verdict(text); !v.empty()) last_verifier_verdict = v;
-}
-
-int quiet_print(enum libbpf_print_level, const char* fmt, va_list args) {
-  std::vector<char> buf(1 << 20);
-  vsnprintf(buf.data(), buf.size(), fmt, args);
-  keep_verifier_verdict(buf.data());
-  return 0;
-}
-
-}  // namespace
-
-std::string verifier_verdict(const std::string& log) {
-  if (log.find("-- END PROG LOAD LOG --") == std::string::npos) return {};
-  const auto lines = split(log, '\n');
-  std::string verdict;
-  for (std::size_t i = 1; i < lines.size() && verdict.empty(); ++i)
-    if (starts_with(lines[i], "processed ")) verdict = std::string(trim(lines[i - 1]));
-  if (verdict.empty()) return {};
-  std::string prog;
-  if (auto q = log.find("prog '"); q != std::string::npos)
-    prog = log.substr(q + 6, log.find('\'', q + 6) - (q + 6));
-  return (prog.empty() ? "" : "program " + prog + ": ") + verdict;
-}
-
-LibbpfQuiet::LibbpfQuiet(bool verbose) {
-  // libbpf_set_print returns the previous printer; put it straight back when verbose.
-  previous_ = reinterpret_cast<void*>(libbpf_set_print(quiet_print));
-  if (verbose) libbpf_set_print(reinterpret_cast<libbpf_print_fn_t>(previous_));
-}
-
-LibbpfQuiet::~LibbpfQuiet() {
-  libbpf_set_print(reinterpret_cast<libbpf_print_fn_t>(previous_));
-}
-
 PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& config) {
   const CounterTarget& target = counters.target();
   if (!target.system_wide_target())
@@ -143,11 +92,11 @@ PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& c
     bpf_program__set_attach_target(skel->progs.func_fentry, 0, config.fentry_target->c_str());
     bpf_program__set_attach_target(skel->progs.func_fexit, 0, config.fentry_target->c_str());
   }
-  last_verifier_verdict.clear();
+  LibbpfQuiet::clear_verdict();
   if (int err = pmcprof_bpf__load(skel); err) {
     std::string why = errno_string(-err);
-    if (!last_verifier_verdict.empty())
-      why += " (the verifier says: " + last_verifier_verdict + ")";
+    if (const auto verdict = LibbpfQuiet::last_verdict(); !verdict.empty())
+      why += " (the verifier says: " + verdict + ")";
     throw SystemError("cannot load the pmcprof BPF programs: " + why,
                       "run with -v for libbpf's full log; 'pmcprof doctor' shows what this "
                       "kernel allows");
@@ -168,7 +117,9 @@ PmcprofObject PmcprofObject::load(const CounterSet& counters, const BpfConfig& c
   for (std::size_t i = 0; i < config.count_cgroup_ids.size(); ++i) {
     const __u64 id = config.count_cgroup_ids[i];
     const __u32 idx = static_cast<__u32>(i);
-    bpf_map_update_elem(bpf_map__fd(skel->maps.cgroup_index), &id, &idx, BPF_ANY);
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.cgroup_index), &id, &idx, BPF_ANY) != 0)
+      throw SystemError("cannot add cgroup id " + std::to_string(id) +
+                        " to the BPF cgroup index: " + errno_string(errno));
   }
   return obj;
 }

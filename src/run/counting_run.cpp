@@ -10,14 +10,14 @@
 #include <iostream>
 
 #include "pmcprof/counters/counter_set.hpp"
-#include "pmcprof/counters/cpu_list.hpp"
+#include "pmcprof/platform/cpu_list.hpp"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/probes/bpf_cgroup_counter.hpp"
 #include "pmcprof/report/aggregate.hpp"
 #include "pmcprof/run/run_loop.hpp"
 #include "pmcprof/run/workload.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/progress.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 

@@ -13,7 +13,8 @@
 #include "pmcprof.h"
 #include "pmcprof.skel.h"
 #include "pmcprof/counters/counter_set.hpp"
-#include "pmcprof/doctor/tracefs.hpp"
+#include "pmcprof/platform/system.hpp"
+#include "pmcprof/platform/tracefs.hpp"
 #include "pmcprof/probes/elf_symbols.hpp"
 #include "pmcprof/probes/kernel_functions.hpp"
 #include "pmcprof/probes/percpu_map.hpp"
@@ -24,7 +25,6 @@
 #include "pmcprof/stream/record_stream.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/progress.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 
@@ -262,7 +262,9 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   if (config.follow_tgids) {
     const __u32 tgid = static_cast<__u32>(workload ? workload->pid() : *plan.pid);
     const __u8 one = 1;
-    bpf_map_update_elem(bpf_map__fd(skel->maps.tracked), &tgid, &one, BPF_ANY);
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.tracked), &tgid, &one, BPF_ANY) != 0)
+      throw SystemError("cannot add process " + std::to_string(tgid) +
+                        " to the BPF process filter: " + errno_string(errno));
   }
 
   std::vector<BpfLink> links;

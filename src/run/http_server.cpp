@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 

@@ -21,8 +21,10 @@ Fd make_timer(std::uint64_t ms, bool periodic) {
   spec.it_value.tv_sec = static_cast<time_t>(ms / 1000);
   spec.it_value.tv_nsec = static_cast<long>((ms % 1000) * 1000000);
   if (periodic) spec.it_interval = spec.it_value;
-  timerfd_settime(fd, 0, &spec, nullptr);
-  return Fd(fd);
+  Fd timer(fd);
+  if (timerfd_settime(fd, 0, &spec, nullptr) != 0)
+    throw SystemError("timerfd_settime: " + errno_string(errno));
+  return timer;
 }
 
 }  // namespace
@@ -84,6 +86,7 @@ StopReason RunLoop::run(const std::function<void()>& on_interval) {
         case kTimeout:
           return StopReason::timeout;
         case kInterval:
+        case kReader:
           break;
       }
     }

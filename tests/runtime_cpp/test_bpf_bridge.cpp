@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "pmcprof/counters/counter_set.hpp"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/probes/counter_bridge.hpp"
-#include "pmcprof/util/system.hpp"
 
 using namespace pmcprof;
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "pmcprof/counters/cpu_list.hpp"
+#include "pmcprof/platform/cpu_list.hpp"
 #include "pmcprof/util/error.hpp"
 
 using namespace pmcprof;

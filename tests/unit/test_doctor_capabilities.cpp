@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "pmcprof/doctor/capabilities.hpp"
+#include "pmcprof/report/doctor_report.hpp"
 
 namespace pmcprof {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "pmcprof/doctor/mountinfo.hpp"
-#include "pmcprof/doctor/tracefs.hpp"
+#include "pmcprof/platform/mountinfo.hpp"
+#include "pmcprof/platform/tracefs.hpp"
 
 namespace pmcprof {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "pmcprof/cli/commands.hpp"
 #include "pmcprof/cli/stat_options.hpp"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
-#include "pmcprof/util/system.hpp"
 
 using namespace pmcprof;
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "pmcprof/probes/pmcprof_object.hpp"
+#include "pmcprof/platform/libbpf_support.hpp"
 
 using namespace pmcprof;
 

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "pmcprof/counters/counter_set.hpp"
+#include "pmcprof/platform/libbpf_support.hpp"
 
 struct pmcprof_bpf;
-struct bpf_link;
 
 namespace pmcprof {
 
@@ -18,12 +18,6 @@ struct PmcprofBpfDeleter {
   void operator()(pmcprof_bpf* skel) const;
 };
 using PmcprofBpf = std::unique_ptr<pmcprof_bpf, PmcprofBpfDeleter>;
-
-// Owns one attachment; destroying it detaches.
-struct BpfLinkDeleter {
-  void operator()(bpf_link* link) const;
-};
-using BpfLink = std::unique_ptr<bpf_link, BpfLinkDeleter>;
 
 // How the BPF side is configured (rodata) and sized (max_entries) before load, and which
 // programs it needs: the verifier takes tens of ms per program, so only those are loaded.
@@ -65,23 +59,6 @@ class PmcprofObject {
   PmcprofBpf skel_;
   std::vector<std::size_t> bpf_events_;
   int n_cpus_ = 0;
-};
-
-// The verifier's verdict in a libbpf load log: "program NAME: <the line before 'processed N
-// insns'>", or "" when the text is not a whole log.
-std::string verifier_verdict(const std::string& log);
-
-// Silences libbpf's own stderr chatter for the lifetime of the object (pmcprof explains
-// failures itself in one line), unless verbose.
-class LibbpfQuiet {
- public:
-  explicit LibbpfQuiet(bool verbose = false);
-  ~LibbpfQuiet();
-  LibbpfQuiet(const LibbpfQuiet&) = delete;
-  LibbpfQuiet& operator=(const LibbpfQuiet&) = delete;
-
- private:
-  void* previous_ = nullptr;
 };
 
 }  // namespace pmcprof

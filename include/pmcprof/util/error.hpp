@@ -12,11 +12,12 @@ inline constexpr int kExitUsage = 2;    // bad flags, bad event names, bad targe
 inline constexpr int kExitNotExecutable = 126;
 inline constexpr int kExitNotFound = 127;  // command not found, like a shell
 
-// A fatal error caused by what the user asked for. Thrown anywhere in the pipeline, caught in
-// main(), printed as one line ("pmcprof: <what>") plus an optional "HINT: <hint>" line.
-class UserError : public std::runtime_error {
+// A fatal error: printed by the CLI as one line ("pmcprof: <what>") plus an optional
+// "HINT: <hint>" line, and the process exits with exit_code(). Thrown anywhere in the
+// pipeline; the two kinds below say whose fault it is.
+class Error : public std::runtime_error {
  public:
-  explicit UserError(const std::string& what, std::string hint = {}, int exit_code = kExitUsage)
+  Error(const std::string& what, std::string hint, int exit_code)
       : std::runtime_error(what), hint_(std::move(hint)), exit_code_(exit_code) {}
   const std::string& hint() const { return hint_; }
   int exit_code() const { return exit_code_; }
@@ -26,11 +27,19 @@ class UserError : public std::runtime_error {
   int exit_code_;
 };
 
-// A failure of the system, not of the user's input (e.g. an unexpected errno).
-class SystemError : public UserError {
+// Caused by what the user asked for: bad flags, names, targets (exit 2 unless said otherwise,
+// e.g. an attach the kernel refuses for a target the user named exits 1).
+class UserError : public Error {
  public:
-  SystemError(const std::string& what, std::string hint = {})
-      : UserError(what, std::move(hint), kExitFailure) {}
+  explicit UserError(const std::string& what, std::string hint = {}, int exit_code = kExitUsage)
+      : Error(what, std::move(hint), exit_code) {}
+};
+
+// A failure of the system, not of the user's input (an unexpected errno, a refused load).
+class SystemError : public Error {
+ public:
+  explicit SystemError(const std::string& what, std::string hint = {})
+      : Error(what, std::move(hint), kExitFailure) {}
 };
 
 std::string errno_string(int err);

@@ -1,9 +1,9 @@
-#include "pmcprof/doctor/mountinfo.hpp"
+#include "pmcprof/platform/mountinfo.hpp"
 
 #include <algorithm>
 
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/strings.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pmcprof/doctor/mountinfo.hpp"
+#include "pmcprof/platform/mountinfo.hpp"
 
 namespace pmcprof {
 

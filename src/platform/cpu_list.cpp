@@ -1,4 +1,4 @@
-#include "pmcprof/counters/cpu_list.hpp"
+#include "pmcprof/platform/cpu_list.hpp"
 
 #include <algorithm>
 

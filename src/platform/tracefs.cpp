@@ -1,4 +1,4 @@
-#include "pmcprof/doctor/tracefs.hpp"
+#include "pmcprof/platform/tracefs.hpp"
 
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
-#include "pmcprof/util/system.hpp"
 
 namespace pmcprof {
 

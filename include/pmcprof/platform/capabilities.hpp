@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,12 +70,5 @@ struct MappedLocation {
   std::uint64_t file_offset = 0;
 };
 std::optional<MappedLocation> locate_in_maps(std::string_view maps_text, std::uint64_t address);
-
-// The aligned text table: CAPABILITY  AVAILABLE  WHY.
-void write_capability_table(const CapabilityReport& report, std::ostream& out);
-
-// {"schema":"pmcprof/1","type":"doctor","capabilities":[{"name":..,"available":..,"detail":..,
-// <facts>...}, ...]}, one line, no trailing newline.
-std::string capability_report_json(const CapabilityReport& report);
 
 }  // namespace pmcprof

@@ -1,4 +1,4 @@
-#include "pmcprof/counters/perf_event.hpp"
+#include "pmcprof/platform/perf_event.hpp"
 
 #include <linux/capability.h>
 #include <sys/syscall.h>
@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "pmcprof/util/system.hpp"
+#include "pmcprof/platform/system.hpp"
 
 namespace pmcprof {
 

@@ -1,4 +1,4 @@
-#include "pmcprof/doctor/capabilities.hpp"
+#include "pmcprof/platform/capabilities.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -18,19 +18,18 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 
 #include "doctor_fentry.skel.h"
-#include "pmcprof/counters/perf_event.hpp"
-#include "pmcprof/doctor/mountinfo.hpp"
-#include "pmcprof/doctor/tracefs.hpp"
-#include "pmcprof/report/report.hpp"
+#include "pmcprof/platform/libbpf_support.hpp"
+#include "pmcprof/platform/mountinfo.hpp"
+#include "pmcprof/platform/perf_event.hpp"
+#include "pmcprof/platform/system.hpp"
+#include "pmcprof/platform/tracefs.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/fd.hpp"
 #include "pmcprof/util/strings.hpp"
-#include "pmcprof/util/system.hpp"
 
 // The uprobe probe places a probe on this function and calls it. extern "C", noinline and an
 // opaque asm body keep it a real, called symbol under any optimisation level.
@@ -147,29 +146,10 @@ std::vector<std::string> core_pmus() {
 
 // ---- libbpf helpers ----
 
-// Silences libbpf's own warnings while a probe expects failures; restores the previous
-// printer on scope exit. libbpf's printer is process-wide, so probes must not run concurrently.
-class LibbpfQuiet {
- public:
-  LibbpfQuiet() : previous_(libbpf_set_print(&discard)) {}
-  ~LibbpfQuiet() { libbpf_set_print(previous_); }
-  LibbpfQuiet(const LibbpfQuiet&) = delete;
-  LibbpfQuiet& operator=(const LibbpfQuiet&) = delete;
-
- private:
-  static int discard(enum libbpf_print_level, const char*, va_list) { return 0; }
-  libbpf_print_fn_t previous_;
-};
-
 struct SkeletonDeleter {
   void operator()(doctor_fentry_bpf* skel) const { doctor_fentry_bpf__destroy(skel); }
 };
 using DoctorSkeleton = std::unique_ptr<doctor_fentry_bpf, SkeletonDeleter>;
-
-struct LinkDeleter {
-  void operator()(bpf_link* link) const { bpf_link__destroy(link); }
-};
-using LinkPtr = std::unique_ptr<bpf_link, LinkDeleter>;
 
 struct BtfDeleter {
   void operator()(btf* b) const { btf__free(b); }
@@ -226,7 +206,7 @@ LoadOutcome try_load(std::string_view name, bool attach) {
     return out;
   }
   if (attach && prog) {
-    LinkPtr link(bpf_program__attach(prog));
+    BpfLink link(bpf_program__attach(prog));
     if (!link) out.err = errno ? errno : EINVAL;
   }
   return out;
@@ -313,39 +293,6 @@ const Capability* CapabilityReport::find(std::string_view name) const {
     if (c.name == name) return &c;
   }
   return nullptr;
-}
-
-void write_capability_table(const CapabilityReport& report, std::ostream& out) {
-  std::size_t width = std::string_view("CAPABILITY").size();
-  for (const auto& c : report.capabilities) width = std::max(width, c.name.size());
-  auto row = [&](std::string_view name, std::string_view available, std::string_view why) {
-    out << name << std::string(width - name.size() + 2, ' ') << available
-        << std::string(std::string_view("AVAILABLE").size() - available.size() + 2, ' ') << why
-        << '\n';
-  };
-  row("CAPABILITY", "AVAILABLE", "WHY");
-  for (const auto& c : report.capabilities) {
-    row(c.name, c.result.available ? "yes" : "no", c.result.detail);
-  }
-}
-
-std::string capability_report_json(const CapabilityReport& report) {
-  nlohmann::ordered_json caps = nlohmann::ordered_json::array();
-  for (const auto& c : report.capabilities) {
-    nlohmann::ordered_json item;
-    item["name"] = c.name;
-    item["available"] = c.result.available;
-    item["detail"] = c.result.detail;
-    for (const auto& fact : c.result.facts) {
-      std::visit([&](const auto& v) { item[fact.key] = v; }, fact.value);
-    }
-    caps.push_back(std::move(item));
-  }
-  nlohmann::ordered_json doc;
-  doc["schema"] = kJsonSchema;
-  doc["type"] = "doctor";
-  doc["capabilities"] = std::move(caps);
-  return doc.dump();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,7 +460,7 @@ ProbeResult probe_syscall_tracepoints() {
   std::string tracefs;
   try {
     tracefs = ensure_tracefs_mounted();
-  } catch (const UserError& e) {
+  } catch (const Error& e) {
     return no(std::string(e.what()) + " (" + e.hint() + ")");
   }
   const std::string where =
@@ -626,7 +573,7 @@ ProbeResult probe_bpf_counter_read() {
       return no("storing the counter fd in a PERF_EVENT_ARRAY fails with " + errno_name(errno));
     }
   }
-  LinkPtr link(bpf_program__attach(skel->progs.doctor_counter_read));
+  BpfLink link(bpf_program__attach(skel->progs.doctor_counter_read));
   if (!link) return no("attaching raw_tp/sys_enter fails with " + errno_name(errno));
   burn_cpu();
   ::syscall(SYS_getppid);

@@ -1,4 +1,4 @@
-#include "pmcprof/util/system.hpp"
+#include "pmcprof/platform/system.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "pmcprof/counters/cpu_list.hpp"
+#include "pmcprof/platform/cpu_list.hpp"
 #include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
