@@ -1,7 +1,7 @@
-/* Shared between the BPF programs (bpf/NAME.bpf.c) and the user-space loader.
+/* Shared between the BPF programs (bpf/NAME.bpf.c) and the user-space loaders and decoders.
  * Plain C, fixed-width types only: this header is compiled by clang -target bpf and by g++,
- * so the math below (normalization, histogram buckets) is the same on both sides and
- * unit-tested in user space. */
+ * so the math below (normalization, histogram buckets, per-call aggregation) is the same on
+ * both sides and unit-tested in user space. */
 #pragma once
 
 #ifndef __VMLINUX_H__
@@ -16,85 +16,36 @@
 #define PMCPROF_MAX_EVENTS 8
 /* Nested in-flight calls kept per thread (recursion, or f calling g, both probed). */
 #define PMCPROF_MAX_DEPTH 8
-/* Log-linear histogram: exact below 4, then 4 buckets per power of two; values from
- * 1.75 * 2^40 up share the last bucket. */
-#define PMCPROF_HIST_SUB_BITS 2
-#define PMCPROF_HIST_BUCKETS 160
 /* Per-cgroup BPF backend: cgroup levels walked from the root. User space refuses deeper. */
 #define PMCPROF_MAX_CGROUP_DEPTH 32
-/* Functions per run (func_id < this). */
+/* Functions per run (func_id < this); one more id is pmcprof's own calibration target. */
 #define PMCPROF_MAX_FUNCS 64
+/* Function mode -G filter: at most this many cgroups. */
+#define PMCPROF_MAX_FILTER_CGROUPS 8
 
-/* Layout of the counter PERF_EVENT_ARRAY ("counters"):
- * slot = event_index * n_cpus + cpu. bpf_perf_event_read_value() only reads counters that
- * belong to the current CPU, so each event has one slot per possible CPU. */
+/* ---- histograms ----
+ * Log-linear with a table: values below 128 have a bucket each (exact); above, every power of
+ * two [2^e, 2^(e+1)) is cut into 128 equal steps, and consecutive steps are merged into
+ * buckets whose upper bound is at most 2% above their lower bound (PMCPROF_HIST_PER_OCTAVE
+ * buckets per octave). A bucket's representative value (the harmonic mean of its bounds,
+ * see histogram.cpp) is then within 1% of any value in it. Values from 2^44 (1.7e13: 4.9
+ * hours in ns) share the last bucket; min and max are kept exactly beside the histogram. */
+#define PMCPROF_HIST_EXACT_BITS 7
+#define PMCPROF_HIST_EXACT (1u << PMCPROF_HIST_EXACT_BITS)
+#define PMCPROF_HIST_PER_OCTAVE 42
+#define PMCPROF_HIST_MAX_LOG2 44
+#define PMCPROF_HIST_BUCKETS \
+  (PMCPROF_HIST_EXACT + PMCPROF_HIST_PER_OCTAVE * (PMCPROF_HIST_MAX_LOG2 - PMCPROF_HIST_EXACT_BITS))
 
-/* Flags carried by a per-call record. */
-#define PMCPROF_REC_SLEPT 0x1u       /* the call was switched out at least once */
-#define PMCPROF_REC_MIGRATED 0x2u    /* it resumed on another CPU */
-#define PMCPROF_REC_MULTIPLEXED 0x4u /* at least one event ran less than enabled */
-#define PMCPROF_REC_NOT_COUNTED 0x8u /* some event had running == 0 (or a failed read) */
-
-/* Aggregation modes (rodata agg_mode bits). */
-#define PMCPROF_AGG_STREAM 0x1u
-#define PMCPROF_AGG_KERNEL 0x2u
-
-/* One completed call, sent through the BPF-output PERF_EVENT_ARRAY ("records").
- * Only the first n_events entries of delta[] are sent. */
-struct pmcprof_record {
-  __u32 func_id;
-  __u32 pid;
-  __u32 tid;
-  __u32 cpu;
-  __u64 cgroup_id;
-  __u64 wall_ns;
-  __u64 oncpu_ns;
-  __u32 flags;
-  __u32 n_events;
-  char comm[16];
-  __u64 delta[PMCPROF_MAX_EVENTS]; /* normalized: dcounter * denabled / drunning */
-};
-#define PMCPROF_RECORD_HEADER_SIZE 64 /* offsetof(struct pmcprof_record, delta) */
-
-/* Kernel aggregation: one value per (function, cgroup) and CPU (PERCPU_HASH). */
-struct pmcprof_agg_key {
-  __u32 func_id;
-  __u32 pad;
-  __u64 cgroup_id; /* 0 unless the run breaks results down by cgroup */
-};
-
-struct pmcprof_agg {
-  __u64 calls;
-  __u64 not_counted;
-  __u64 slept;
-  __u64 migrated;
-  __u64 multiplexed;
-  __u64 wall_sum;
-  __u64 oncpu_sum;
-  __u64 sum[PMCPROF_MAX_EVENTS];
-  __u32 wall_hist[PMCPROF_HIST_BUCKETS];
-  __u32 oncpu_hist[PMCPROF_HIST_BUCKETS];
-  __u32 hist[PMCPROF_MAX_EVENTS][PMCPROF_HIST_BUCKETS];
-};
-
-/* Per-function stream bookkeeping (per-CPU array indexed by func_id): records the kernel
- * tried to send and records bpf_perf_event_output refused (ring full = lost). */
-struct pmcprof_func_stats {
-  __u64 emitted;
-  __u64 lost;
-  __u64 depth_overflow; /* calls nested deeper than PMCPROF_MAX_DEPTH: not measured */
-  __u64 unmatched_exit; /* exits without a matching entry (attached mid-call) */
-};
-
-/* Result of the counter self-test program (snapshot): one read of every event on one CPU. */
-struct pmcprof_snapshot {
-  __s64 err[PMCPROF_MAX_EVENTS];
-  __u64 counter[PMCPROF_MAX_EVENTS];
-  __u64 enabled[PMCPROF_MAX_EVENTS];
-  __u64 running[PMCPROF_MAX_EVENTS];
-  __u32 cpu;
-  __u32 n_events;
-};
+/* Step (0..127) of an octave -> bucket within the octave. Generated: step s covers
+ * [1 + s/128, 1 + (s+1)/128); a bucket grows while (its end / its start) <= 1.02. */
+static const __u8 pmcprof_hist_step_bucket[PMCPROF_HIST_EXACT] = {
+    0,  0,  1,  1,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9,  9,  10, 10,
+    11, 11, 11, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15, 16, 16, 16, 17, 17, 17, 18,
+    18, 18, 19, 19, 19, 20, 20, 20, 21, 21, 21, 22, 22, 22, 23, 23, 23, 24, 24, 24, 25, 25,
+    25, 26, 26, 26, 27, 27, 27, 28, 28, 28, 28, 29, 29, 29, 29, 30, 30, 30, 30, 31, 31, 31,
+    31, 32, 32, 32, 32, 33, 33, 33, 33, 34, 34, 34, 34, 35, 35, 35, 35, 36, 36, 36, 36, 37,
+    37, 37, 37, 38, 38, 38, 38, 39, 39, 39, 39, 40, 40, 40, 40, 41, 41, 41};
 
 /* floor(log2(v)), 0 for v == 0. */
 static __always_inline __u32 pmcprof_log2(__u64 v) {
@@ -125,6 +76,18 @@ static __always_inline __u32 pmcprof_log2(__u64 v) {
   return r;
 }
 
+/* Bucket of v: exact below 128, then PMCPROF_HIST_PER_OCTAVE buckets per power of two. */
+static __always_inline __u32 pmcprof_hist_bucket(__u64 v) {
+  if (v < PMCPROF_HIST_EXACT) return (__u32)v;
+  __u32 exp = pmcprof_log2(v);
+  if (exp >= PMCPROF_HIST_MAX_LOG2) return PMCPROF_HIST_BUCKETS - 1;
+  __u32 step = (__u32)(v >> (exp - PMCPROF_HIST_EXACT_BITS)) & (PMCPROF_HIST_EXACT - 1);
+  return PMCPROF_HIST_EXACT + (exp - PMCPROF_HIST_EXACT_BITS) * PMCPROF_HIST_PER_OCTAVE +
+         pmcprof_hist_step_bucket[step];
+}
+
+/* ---- multiplexing ---- */
+
 /* a * b / d for b <= d (so the result is <= a) without 64-bit overflow: exact while a * b
  * fits in 64 bits; otherwise low bits of b and d (then of a) are dropped, a relative error
  * below 2^-30. d > b >> s stays >= 1, so no division by zero. */
@@ -153,11 +116,179 @@ static __always_inline __u64 pmcprof_normalize(__u64 dc, __u64 de, __u64 dr) {
   return pmcprof_scale(dc, de, dr);
 }
 
-/* Bucket of v: exact for v < 4, then 4 buckets per power of two (relative width 25%). */
-static __always_inline __u32 pmcprof_hist_bucket(__u64 v) {
-  if (v < (1u << PMCPROF_HIST_SUB_BITS)) return (__u32)v;
-  __u32 exp = pmcprof_log2(v);
-  __u32 sub = (__u32)(v >> (exp - PMCPROF_HIST_SUB_BITS)) & ((1u << PMCPROF_HIST_SUB_BITS) - 1);
-  __u32 idx = ((exp - PMCPROF_HIST_SUB_BITS + 1) << PMCPROF_HIST_SUB_BITS) + sub;
-  return idx < PMCPROF_HIST_BUCKETS ? idx : PMCPROF_HIST_BUCKETS - 1;
+/* ---- function mode: what leaves the kernel ---- */
+
+/* Flags carried by a per-call record. */
+#define PMCPROF_REC_SLEPT 0x1u       /* the call was switched out at least once */
+#define PMCPROF_REC_MIGRATED 0x2u    /* it resumed on another CPU */
+#define PMCPROF_REC_MULTIPLEXED 0x4u /* some event did not run through the whole call */
+#define PMCPROF_REC_NOT_COUNTED 0x8u /* the thread's readings were disturbed: no event and no \
+                                        on-CPU time of this call can be trusted */
+#define PMCPROF_REC_READ_ERROR 0x10u /* a counter read failed during the call */
+
+/* Aggregation modes (rodata agg_mode bits). */
+#define PMCPROF_AGG_STREAM 0x1u
+#define PMCPROF_AGG_KERNEL 0x2u
+
+/* One completed call, sent through the BPF-output PERF_EVENT_ARRAY ("records").
+ * Only the first n_events entries of delta[] are sent. An event measured the call when it
+ * ran (was scheduled on the PMU) for the whole call: its delta is then exact. An event that
+ * ran for part of the call only has a delta scaled by enabled/running; one that never ran
+ * has neither bit. */
+struct pmcprof_record {
+  __u32 func_id;
+  __u32 pid;
+  __u32 tid;
+  __u32 cpu;
+  __u64 cgroup_id;
+  __u64 wall_ns;
+  __u64 oncpu_ns;
+  __u32 flags;
+  __u8 n_events;
+  __u8 pad;
+  __u8 measured; /* bit i: event i ran through the call */
+  __u8 ran;      /* bit i: event i ran for at least part of it */
+  char comm[16];
+  __u64 delta[PMCPROF_MAX_EVENTS];
+};
+#define PMCPROF_RECORD_HEADER_SIZE 64 /* offsetof(struct pmcprof_record, delta) */
+
+/* Kernel aggregation of one function (or one function and cgroup): the scalars. Histograms
+ * live in their own map (wall, on-CPU, then one per event). min is kept inverted (~min) so a
+ * zeroed value means "no value yet" in both directions. */
+struct pmcprof_agg {
+  __u64 calls;
+  __u64 not_counted;
+  __u64 slept;
+  __u64 migrated;
+  __u64 multiplexed;
+  __u64 read_errors;
+  __u64 wall_sum;
+  __u64 oncpu_sum;
+  __u64 wall_min_inv;
+  __u64 wall_max;
+  __u64 oncpu_min_inv;
+  __u64 oncpu_max;
+  __u64 measured[PMCPROF_MAX_EVENTS]; /* calls the event measured exactly */
+  __u64 sum[PMCPROF_MAX_EVENTS];      /* over those calls */
+  __u64 min_inv[PMCPROF_MAX_EVENTS];
+  __u64 max[PMCPROF_MAX_EVENTS];
+  __u64 partial[PMCPROF_MAX_EVENTS];    /* calls it ran through only in part */
+  __u64 scaled_sum[PMCPROF_MAX_EVENTS]; /* their enabled/running-scaled deltas */
+};
+
+/* Histogram indexes within a function's histograms. */
+#define PMCPROF_HIST_WALL 0
+#define PMCPROF_HIST_ONCPU 1
+#define PMCPROF_HIST_EVENT0 2
+#define PMCPROF_HISTS_PER_FUNC (PMCPROF_HIST_EVENT0 + PMCPROF_MAX_EVENTS)
+
+/* Key of the per-cgroup aggregation hashes (--by cgroup). */
+struct pmcprof_agg_key {
+  __u32 func_id;
+  __u32 hist; /* histogram index; 0 in the scalar map */
+  __u64 cgroup_id;
+};
+
+static __always_inline void pmcprof_min_max(__u64* min_inv, __u64* max, __u64 v) {
+  if (~v > *min_inv) *min_inv = ~v;
+  if (v > *max) *max = v;
 }
+
+/* Adds one call to the scalars: the one definition of what a call contributes, used by the
+ * kernel aggregation and by the stream's aggregation in user space. */
+static __always_inline void pmcprof_agg_add(struct pmcprof_agg* a,
+                                            const struct pmcprof_record* r, __u32 n_events) {
+  a->calls++;
+  if (r->flags & PMCPROF_REC_SLEPT) a->slept++;
+  if (r->flags & PMCPROF_REC_MIGRATED) a->migrated++;
+  if (r->flags & PMCPROF_REC_MULTIPLEXED) a->multiplexed++;
+  if (r->flags & PMCPROF_REC_READ_ERROR) a->read_errors++;
+  a->wall_sum += r->wall_ns;
+  pmcprof_min_max(&a->wall_min_inv, &a->wall_max, r->wall_ns);
+  if (r->flags & PMCPROF_REC_NOT_COUNTED) {
+    a->not_counted++;
+    return;
+  }
+  a->oncpu_sum += r->oncpu_ns;
+  pmcprof_min_max(&a->oncpu_min_inv, &a->oncpu_max, r->oncpu_ns);
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    if (i >= n_events) break;
+    __u64 d = r->delta[i];
+    if (r->measured & (1u << i)) {
+      a->measured[i]++;
+      a->sum[i] += d;
+      pmcprof_min_max(&a->min_inv[i], &a->max[i], d);
+    } else if (r->ran & (1u << i)) {
+      a->partial[i]++;
+      a->scaled_sum[i] += d;
+    }
+  }
+}
+
+/* Merges one CPU's scalars into a running total (every field adds up but min and max). */
+static __always_inline void pmcprof_agg_merge(struct pmcprof_agg* into,
+                                              const struct pmcprof_agg* a) {
+  into->calls += a->calls;
+  into->not_counted += a->not_counted;
+  into->slept += a->slept;
+  into->migrated += a->migrated;
+  into->multiplexed += a->multiplexed;
+  into->read_errors += a->read_errors;
+  into->wall_sum += a->wall_sum;
+  into->oncpu_sum += a->oncpu_sum;
+  if (a->wall_min_inv > into->wall_min_inv) into->wall_min_inv = a->wall_min_inv;
+  if (a->wall_max > into->wall_max) into->wall_max = a->wall_max;
+  if (a->oncpu_min_inv > into->oncpu_min_inv) into->oncpu_min_inv = a->oncpu_min_inv;
+  if (a->oncpu_max > into->oncpu_max) into->oncpu_max = a->oncpu_max;
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    into->measured[i] += a->measured[i];
+    into->sum[i] += a->sum[i];
+    if (a->min_inv[i] > into->min_inv[i]) into->min_inv[i] = a->min_inv[i];
+    if (a->max[i] > into->max[i]) into->max[i] = a->max[i];
+    into->partial[i] += a->partial[i];
+    into->scaled_sum[i] += a->scaled_sum[i];
+  }
+}
+
+/* Per-function bookkeeping (per-CPU array indexed by func_id), updated atomically: these are
+ * rare events, and uprobe programs can be preempted. */
+struct pmcprof_func_stats {
+  __u64 lost;           /* records bpf_perf_event_output refused (ring full) */
+  __u64 depth_overflow; /* calls nested deeper than PMCPROF_MAX_DEPTH: not measured */
+  __u64 unmatched_exit; /* returns without a matching entry (attached mid-call) */
+  __u64 abandoned;      /* entries whose return never came (longjmp, exception) */
+  __u64 reentered;      /* probe fired inside pmcprof's own BPF code for this thread */
+  __u64 state_failed;   /* per-thread state could not be created: call not measured */
+  __u64 agg_collisions; /* kernel aggregation busy on this CPU (preempted): not aggregated */
+  __u64 agg_full;       /* no room for another --by cgroup key: not aggregated */
+};
+
+/* ---- probe-bias calibration ----
+ * Before a run, pmcprof probes a function that does nothing (per backend) with the run's own
+ * programs and events, under the calibration function id: each such call leaves one sample.
+ * The median per event is what a probe pair adds to every call; the kernel subtracts it from
+ * each call's values (unless --no-compensate), so sums, histograms and records agree. */
+#define PMCPROF_CALIB_CALLS 64
+#define PMCPROF_BIAS_WALL PMCPROF_MAX_EVENTS
+#define PMCPROF_BIAS_ONCPU (PMCPROF_MAX_EVENTS + 1)
+#define PMCPROF_BIAS_SLOTS (PMCPROF_MAX_EVENTS + 2)
+
+struct pmcprof_calib_sample {
+  __u64 delta[PMCPROF_MAX_EVENTS];
+  __u64 wall_ns;
+  __u64 oncpu_ns;
+  __u32 flags;
+  __u8 measured;
+  __u8 pad[3];
+};
+
+/* ---- counter self-test (bpf/counter_read.bpf.c): one read of every event on one CPU ---- */
+struct pmcprof_snapshot {
+  __s64 err[PMCPROF_MAX_EVENTS];
+  __u64 counter[PMCPROF_MAX_EVENTS];
+  __u64 enabled[PMCPROF_MAX_EVENTS];
+  __u64 running[PMCPROF_MAX_EVENTS];
+  __u32 cpu;
+  __u32 n_events;
+};

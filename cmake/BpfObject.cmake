@@ -47,7 +47,7 @@ function(bpf_object name source)
     list(APPEND deps ${CMAKE_SOURCE_DIR}/${d})
   endforeach()
   add_custom_command(OUTPUT ${obj}
-    COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${BPF_TARGET_ARCH}
+    COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${BPF_TARGET_ARCH}
             -Wall -Wno-unused-function
             -I${BPF_GEN_DIR} -I${CMAKE_SOURCE_DIR}/bpf
             -c ${src} -o ${obj}

@@ -62,6 +62,11 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
   stat.add_option("--buffer-pages", o.buffer_pages,
                   "Per-CPU pages of the per-call stream's ring (power of two)")
       ->type_name("N");
+  stat.add_flag("--no-compensate", o.no_compensate,
+                "Keep the probe's own calibrated cost in per-call values (it is still reported)");
+  stat.add_option("--thread-state", o.thread_state,
+                  "Where --func keeps per-thread state: auto, task-storage or hash")
+      ->type_name("WHERE");
   stat.add_flag("-v,--verbose", o.verbose, "Say what is opened and attached");
   stat.add_flag("-q,--quiet", o.quiet, "Print nothing but the report (and errors)");
   stat.add_option("-G,--cgroup", o.cgroups,

@@ -5,7 +5,7 @@
 #include "pmcprof/cli/stat_options.hpp"
 #include "pmcprof/report/prometheus.hpp"
 #include "pmcprof/run/counting_run.hpp"
-#include "pmcprof/run/function_run.hpp"
+#include "pmcprof/run/function_session.hpp"
 #include "pmcprof/run/http_server.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"

@@ -1,14 +1,14 @@
 #include <fstream>
 #include <iostream>
 
+#include "pmcprof/cli/choices.hpp"
 #include "pmcprof/cli/stat_options.hpp"
 #include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/platform/cpu_list.hpp"
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/report/aggregate.hpp"
 #include "pmcprof/run/counting_run.hpp"
-#include "pmcprof/run/function_run.hpp"
-#include "pmcprof/stream/record_stream.hpp"
+#include "pmcprof/run/function_session.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -160,12 +160,14 @@ void validate_stat_options(const StatOptions& opts) {
   }
   if (opts.funcs.empty()) {
     // Function-mode flags without --func would be silently ignored: say so instead.
-    const char* func_only = opts.backend != "auto"     ? "--backend"
-                            : opts.aggregate != "auto" ? "--aggregate"
-                            : opts.by                  ? "--by"
-                            : opts.no_sched_hook       ? "--no-sched-hook"
-                            : opts.buffer_pages != 256 ? "--buffer-pages"
-                                                       : nullptr;
+    const char* func_only = opts.backend != "auto"        ? "--backend"
+                            : opts.aggregate != "auto"    ? "--aggregate"
+                            : opts.by                     ? "--by"
+                            : opts.no_sched_hook          ? "--no-sched-hook"
+                            : opts.buffer_pages != 256    ? "--buffer-pages"
+                            : opts.thread_state != "auto" ? "--thread-state"
+                            : opts.no_compensate          ? "--no-compensate"
+                                                          : nullptr;
     if (func_only)
       throw UserError(
           std::string(func_only) + " applies to function mode only: add --func",
@@ -199,6 +201,8 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   if (opts.by) plan.by = parse_breakdown(*opts.by);
   plan.sched_hook = !opts.no_sched_hook;
   plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);
+  plan.thread_store = parse_thread_store(opts.thread_state);
+  plan.compensate = !opts.no_compensate;
   plan.verbose = opts.verbose;
   plan.quiet = opts.quiet;
   if (!opts.cgroups.empty())
@@ -212,7 +216,6 @@ int run_function_stat(const StatOptions& opts, std::vector<ResolvedGroup> groups
   auto renderer = make_func_renderer(render_options(opts), sink.stream());
   FunctionOutcome outcome = run_function_mode(plan, renderer.get());
   renderer->final(outcome.report);
-  if (outcome.kernel_report) renderer->final(*outcome.kernel_report);
   return outcome.exit_code;
 }
 

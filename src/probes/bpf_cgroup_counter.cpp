@@ -5,8 +5,10 @@
 
 #include <cerrno>
 
+// clang-format off
 #include "pmcprof.h"
-#include "pmcprof.skel.h"
+#include "cgroup_count.skel.h"  // after pmcprof.h: it names its types
+// clang-format on
 #include "pmcprof/probes/percpu_map.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -15,7 +17,7 @@ namespace pmcprof {
 
 namespace {
 
-struct CgroupCount {  // struct cgroup_count in bpf/pmcprof.bpf.c
+struct CgroupCount {  // struct cgroup_count in bpf/cgroup_count.bpf.c
   std::uint64_t counter, enabled, running;
 };
 
@@ -31,30 +33,52 @@ void check_bpf_cgroup_limits(const std::vector<Cgroup>& cgroups) {
   }
 }
 
+void BpfCgroupCounter::destroy(cgroup_count_bpf* skel) {
+  cgroup_count_bpf__destroy(skel);
+}
+
 BpfCgroupCounter BpfCgroupCounter::start(const CounterSet& counters,
                                          const std::vector<Cgroup>& cgroups) {
   check_bpf_cgroup_limits(cgroups);
-  std::vector<std::uint64_t> ids;
-  for (const auto& cg : cgroups) ids.push_back(cg.id);
-  BpfConfig config;
-  config.count_cgroup_ids = ids;
-  PmcprofObject obj = PmcprofObject::load(counters, config);
   std::vector<int> cpus;
   for (std::size_t i = 0; i < counters.target().instance_count(); ++i)
     cpus.push_back(counters.target().instance_id(i));
-  BpfCgroupCounter c(std::move(obj), ids.size(), counters.event_count(), std::move(cpus));
+  BpfCgroupCounter c(BpfEventMap::of(counters), cgroups.size(), counters.event_count(),
+                     std::move(cpus));
+  LibbpfQuiet quiet;
+  c.skel_.reset(cgroup_count_bpf__open());
+  if (!c.skel_)
+    throw SystemError("cannot open the cgroup_count BPF object: " + errno_string(errno));
+  auto* skel = c.skel_.get();
+  const std::size_t n_events = c.events_.size();
+  skel->rodata->n_events = static_cast<__u32>(n_events);
+  skel->rodata->n_cpus = static_cast<__u32>(c.events_.n_cpus());
+  size_map(skel->maps.counters, c.events_.slots());
+  size_map(skel->maps.cgroup_counts,
+           std::max<std::size_t>(1, cgroups.size()) * std::max<std::size_t>(1, n_events));
+  size_map(skel->maps.cgroup_index, std::max<std::size_t>(1, cgroups.size()));
+  check_bpf_load(cgroup_count_bpf__load(skel), "cgroup_count");
+  c.events_.fill(bpf_map__fd(skel->maps.counters), counters);
+  for (std::size_t i = 0; i < cgroups.size(); ++i) {
+    const __u64 id = cgroups[i].id;
+    const __u32 idx = static_cast<__u32>(i);
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.cgroup_index), &id, &idx, BPF_ANY) != 0)
+      throw SystemError("cannot add cgroup " + cgroups[i].path +
+                        " to the BPF cgroup index: " + errno_string(errno));
+  }
   c.flush();  // prime every CPU's last reading before charging anything
-  bpf_link* link = bpf_program__attach(c.object_.skel()->progs.cgroup_switch);
-  if (!link)
-    throw UserError("cannot attach the cgroup counting hook (sched_switch): " + errno_string(errno),
-                    "use --cgroup-backend fd; 'pmcprof doctor' shows what this kernel allows",
-                    kExitFailure);
-  c.link_.reset(link);
+  c.link_ = check_link(bpf_program__attach(skel->progs.cgroup_switch),
+                       "the cgroup counting hook (sched_switch)",
+                       "use --cgroup-backend fd; 'pmcprof doctor' shows what this kernel allows");
   return c;
 }
 
+std::uint64_t BpfCgroupCounter::read_errors() const {
+  return skel_->bss->read_errors;
+}
+
 void BpfCgroupCounter::flush() {
-  const int prog_fd = bpf_program__fd(object_.skel()->progs.cgroup_flush);
+  const int prog_fd = bpf_program__fd(skel_->progs.cgroup_flush);
   for (int cpu : cpus_) {
     LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU,
                 .cpu = static_cast<__u32>(cpu));
@@ -68,12 +92,12 @@ void BpfCgroupCounter::flush() {
 std::vector<std::vector<RawCount>> BpfCgroupCounter::read() {
   flush();
   std::vector<std::vector<RawCount>> out(n_cgroups_, std::vector<RawCount>(n_counter_events_));
-  const int fd = bpf_map__fd(object_.skel()->maps.cgroup_counts);
-  const std::size_t n_bpf = object_.bpf_event_count();
+  const int fd = bpf_map__fd(skel_->maps.cgroup_counts);
+  const std::size_t n_bpf = events_.size();
   for (std::size_t cg = 0; cg < n_cgroups_; ++cg) {
     for (std::size_t b = 0; b < n_bpf; ++b) {
       const __u32 slot = static_cast<__u32>(cg * n_bpf + b);
-      RawCount& sum = out[cg][object_.counter_event(b)];
+      RawCount& sum = out[cg][events_.counter_event(b)];
       for_each_cpu_value<CgroupCount>(fd, &slot, [&](const CgroupCount& v) {
         sum += RawCount{v.counter, v.enabled, v.running};
       });

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "pmcprof/platform/capabilities.hpp"
+#include "pmcprof/platform/libbpf_support.hpp"
 #include "pmcprof/platform/system.hpp"
-#include "pmcprof/probes/pmcprof_object.hpp"
 
 namespace pmcprof {
 

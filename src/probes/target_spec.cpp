@@ -98,13 +98,6 @@ FuncTarget parse_func_target(std::string_view raw) {
   return t;
 }
 
-BackendRequest parse_backend_request(std::string_view text) {
-  if (text == "auto") return BackendRequest::automatic;
-  if (text == "fentry") return BackendRequest::fentry;
-  if (text == "kprobe") return BackendRequest::kprobe;
-  throw UserError("unknown --backend '" + std::string(text) + "'", "use auto, fentry or kprobe");
-}
-
 ProbeBackend choose_kernel_backend(const std::string& func, BackendRequest request,
                                    const KernelProbeSupport& support, const KernelFuncInfo& info) {
   const std::string alternatives =

@@ -33,15 +33,19 @@ std::string format_amount(double v, const std::string& unit, bool total) {
   return format_grouped(v, total ? 0 : 2);
 }
 
-std::string dist_cells(const Distribution& d, const std::string& unit) {
+std::string dist_cells(const Distribution& d, const std::string& unit, std::uint64_t calls) {
   if (d.status == CounterStatus::not_supported) return pad_left("<not supported>", 16);
   if (d.status == CounterStatus::not_counted) return pad_left("<not counted>", 16);
   if (d.no_calls) return pad_left(format_amount(0, unit, true), 16) + pad_left("-", 16);
-  return pad_left(format_amount(d.total, unit, true), 16) +
-         pad_left(format_amount(d.mean, unit, false), 16) +
-         pad_left(format_amount(d.p50, unit, false), 14) +
-         pad_left(format_amount(d.p90, unit, false), 14) +
-         pad_left(format_amount(d.p99, unit, false), 14);
+  std::string cells = pad_left(format_amount(d.total, unit, true), 16) +
+                      pad_left(format_amount(d.mean, unit, false), 16);
+  for (double v : {d.p50, d.p90, d.p99, d.min, d.max})
+    cells += pad_left(d.percentiles ? format_amount(v, unit, false) : "-", 14);
+  // perf marks a scaled count with its running share; per call, the share of calls measured.
+  if (d.estimated)
+    cells += "  (estimated: " + format_grouped(static_cast<double>(d.measured), 0) + " of " +
+             format_grouped(static_cast<double>(calls), 0) + " calls measured)";
+  return cells;
 }
 
 void text_rows(std::ostream& out, const FunctionReport& r) {
@@ -56,17 +60,29 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
         << format_grouped(static_cast<double>(f.migrated), 0) << " migrated";
     if (f.multiplexed)
       out << ", " << format_grouped(static_cast<double>(f.multiplexed), 0) << " multiplexed";
-    if (f.depth_overflow || f.unmatched_exits)
+    if (f.depth_overflow || f.unmatched_exits || f.abandoned)
       out << ", " << format_grouped(static_cast<double>(f.depth_overflow), 0) << " too deep, "
-          << format_grouped(static_cast<double>(f.unmatched_exits), 0)
-          << " unmatched returns (not measured)";
+          << format_grouped(static_cast<double>(f.unmatched_exits), 0) << " unmatched returns, "
+          << format_grouped(static_cast<double>(f.abandoned), 0)
+          << " never returned (not measured)";
     out << "\n";
+    // Calls seen but not measured or not summed: never silent.
+    const std::pair<std::uint64_t, const char*> unmeasured[] = {
+        {f.reentered, "inside pmcprof's own probes"},
+        {f.state_failed, "without per-thread state"},
+        {f.not_aggregated, "not aggregated in the kernel (busy or full)"},
+        {f.read_errors, "with a failed counter read"}};
+    for (const auto& [n, what] : unmeasured)
+      if (n) out << "   " << format_grouped(static_cast<double>(n), 0) << " calls " << what << "\n";
+    if (!f.backend_note.empty()) out << "   (" << f.backend_note << ")\n";
     out << "   " << pad_right("", 20) << pad_left("total", 16) << pad_left("mean/call", 16)
-        << pad_left("p50", 14) << pad_left("p90", 14) << pad_left("p99", 14) << "\n";
+        << pad_left("p50", 14) << pad_left("p90", 14) << pad_left("p99", 14) << pad_left("min", 14)
+        << pad_left("max", 14) << "\n";
+    const std::uint64_t counted = f.calls - f.not_counted;
     for (const auto& e : f.events)
-      out << "   " << pad_right(e.event, 20) << dist_cells(e.per_call, e.unit) << "\n";
-    out << "   " << pad_right("wall time", 20) << dist_cells(f.wall, "ns") << "\n";
-    out << "   " << pad_right("on-CPU time", 20) << dist_cells(f.oncpu, "ns") << "\n";
+      out << "   " << pad_right(e.event, 20) << dist_cells(e.per_call, e.unit, counted) << "\n";
+    out << "   " << pad_right("wall time", 20) << dist_cells(f.wall, "ns", f.calls) << "\n";
+    out << "   " << pad_right("on-CPU time", 20) << dist_cells(f.oncpu, "ns", counted) << "\n";
     if (auto m = func_metric(f)) {
       char buf[64];
       std::snprintf(buf, sizeof(buf), "   # %.3f %s\n", m->value, m->unit.c_str());
@@ -76,10 +92,29 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
   }
 }
 
+// " probe bias (uprobe, 64 calls of an empty function in pmcprof; subtracted): the probe adds
+//  about 1.52 us and 412 instructions per call"
+std::string bias_line(const ProbeBiasRow& b) {
+  std::string line = " probe bias (" + b.backend;
+  if (!b.calibrated) return line + "): not measured: " + b.why_not;
+  line += ", " + format_grouped(static_cast<double>(b.calls), 0) + " calls of " + b.probed +
+          (b.subtracted ? "; subtracted" : "; not subtracted") + "): the probe adds about " +
+          format_duration(b.oncpu_ns) + " on-CPU, " + format_duration(b.wall_ns) + " wall";
+  for (const auto& e : b.events) {
+    if (!e.per_call) continue;
+    line += ", " + format_amount(*e.per_call, e.unit, false) + " " + e.event;
+  }
+  return line + " per call";
+}
+
 void text_final(std::ostream& out, const FunctionReport& r) {
   out << "\n Function counter stats for '" << r.target << "' (" << r.aggregation
       << " aggregation):\n\n";
   text_rows(out, r);
+  for (const auto& b : r.probe_bias) out << bias_line(b) << "\n";
+  if (r.untracked)
+    out << " WARNING: " << format_grouped(static_cast<double>(r.untracked), 0)
+        << " new processes could not be followed: their calls are missing\n";
   if (r.partial)
     out << " WARNING: " << format_grouped(static_cast<double>(r.lost), 0)
         << " records lost: totals are lower bounds (raise --buffer-pages, or --aggregate kernel)\n";
@@ -107,6 +142,12 @@ ojson dist_json(const Distribution& d) {
   j["p50"] = per_call ? ojson(d.p50) : ojson(nullptr);
   j["p90"] = per_call ? ojson(d.p90) : ojson(nullptr);
   j["p99"] = per_call ? ojson(d.p99) : ojson(nullptr);
+  const bool exact = per_call && d.percentiles;
+  if (!exact) j["p50"] = j["p90"] = j["p99"] = nullptr;
+  j["min"] = exact ? number(d.min) : ojson(nullptr);
+  j["max"] = exact ? number(d.max) : ojson(nullptr);
+  j["measured_calls"] = d.measured;
+  j["estimated"] = d.estimated;
   return j;
 }
 
@@ -125,6 +166,28 @@ ojson report_json(const FunctionReport& r, const char* type) {
   j["exit_status"] = r.exit_status ? ojson(*r.exit_status) : ojson(nullptr);
   j["lost"] = r.lost;
   j["partial"] = r.partial;
+  j["untracked_processes"] = r.untracked;
+  ojson biases = ojson::array();
+  for (const auto& b : r.probe_bias) {
+    ojson bj;
+    bj["backend"] = b.backend;
+    bj["calibrated"] = b.calibrated;
+    if (!b.calibrated) {
+      bj["why_not"] = b.why_not;
+    } else {
+      bj["probed"] = b.probed;
+      bj["subtracted"] = b.subtracted;
+      bj["calls"] = b.calls;
+      bj["wall_ns"] = number(b.wall_ns);
+      bj["oncpu_ns"] = number(b.oncpu_ns);
+      ojson ev = ojson::object();
+      for (const auto& e : b.events)
+        ev[e.event] = e.per_call ? number(*e.per_call) : ojson(nullptr);
+      bj["events"] = std::move(ev);
+    }
+    biases.push_back(std::move(bj));
+  }
+  j["probe_bias"] = std::move(biases);
   ojson funcs = ojson::array();
   for (const auto& f : r.functions) {
     ojson fj;
@@ -140,6 +203,12 @@ ojson report_json(const FunctionReport& r, const char* type) {
     fj["multiplexed"] = f.multiplexed;
     fj["depth_overflow"] = f.depth_overflow;
     fj["unmatched_exits"] = f.unmatched_exits;
+    fj["abandoned"] = f.abandoned;
+    fj["reentered"] = f.reentered;
+    fj["state_failed"] = f.state_failed;
+    fj["not_aggregated"] = f.not_aggregated;
+    fj["read_errors"] = f.read_errors;
+    if (!f.backend_note.empty()) fj["backend_note"] = f.backend_note;
     fj["wall_ns"] = number(f.wall.total);
     fj["oncpu_ns"] = number(f.oncpu.total);
     fj["wall"] = dist_json(f.wall);
@@ -155,6 +224,8 @@ ojson report_json(const FunctionReport& r, const char* type) {
     funcs.push_back(std::move(fj));
   }
   j["functions"] = std::move(funcs);
+  // --aggregate both: the kernel's sums of the same calls, inside the same document.
+  if (r.kernel_view) j["kernel_view"] = report_json(*r.kernel_view, type);
   return j;
 }
 
@@ -169,18 +240,22 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     out << f.function << sep << f.backend << sep << f.by_value << sep << f.calls << sep
         << f.not_counted << sep << f.lost << sep << name << sep << (unit.empty() ? "" : unit)
         << sep;
+    // Columns after p99: min, max, calls measured, estimated (0/1), aggregation.
+    const std::string tail = sep + std::to_string(d.measured) + sep + (d.estimated ? "1" : "0") +
+                             sep + r.aggregation + "\n";
     if (d.status != CounterStatus::ok) {
       out << (d.status == CounterStatus::not_supported ? "<not supported>" : "<not counted>") << sep
-          << sep << sep << sep << "\n";
+          << sep << sep << sep << sep << sep << tail;
       return;
     }
     if (d.no_calls) {
-      out << "0" << sep << sep << sep << sep << "\n";
+      out << "0" << sep << sep << sep << sep << sep << sep << tail;
       return;
     }
-    out << format_fixed(d.total, 0) << sep << format_fixed(d.mean, 2) << sep
-        << format_fixed(d.p50, 2) << sep << format_fixed(d.p90, 2) << sep << format_fixed(d.p99, 2)
-        << "\n";
+    out << format_fixed(d.total, 0) << sep << format_fixed(d.mean, 2);
+    for (double v : {d.p50, d.p90, d.p99, d.min, d.max})
+      out << sep << (d.percentiles ? format_fixed(v, 2) : "");
+    out << tail;
   };
   for (const auto& f : r.functions) {
     for (const auto& e : f.events) cell(e.per_call, e.event, e.unit, f);
@@ -201,6 +276,7 @@ class TextFuncRenderer : public FuncReportRenderer {
   }
   void final(const FunctionReport& r) override {
     text_final(out_, r);
+    if (r.kernel_view) text_final(out_, *r.kernel_view);
     out_.flush();
   }
 
@@ -217,6 +293,7 @@ class CsvFuncRenderer : public FuncReportRenderer {
     FunctionReport whole = r;
     whole.interval_s.reset();
     csv_rows(out_, whole, sep_, intervals_);
+    if (r.kernel_view) csv_rows(out_, *r.kernel_view, sep_, intervals_);
     out_.flush();
   }
 

@@ -7,7 +7,13 @@
 
 namespace pmcprof {
 
-static_assert(offsetof(pmcprof_record, delta) == PMCPROF_RECORD_HEADER_SIZE);
+static_assert(kMaxBpfEvents == PMCPROF_MAX_EVENTS);
+static_assert(sizeof(CallRecord) == sizeof(pmcprof_record));
+static_assert(offsetof(CallRecord, cgroup_id) == offsetof(pmcprof_record, cgroup_id));
+static_assert(offsetof(CallRecord, flags) == offsetof(pmcprof_record, flags));
+static_assert(offsetof(CallRecord, measured) == offsetof(pmcprof_record, measured));
+static_assert(offsetof(CallRecord, comm) == offsetof(pmcprof_record, comm));
+static_assert(offsetof(CallRecord, delta) == PMCPROF_RECORD_HEADER_SIZE);
 
 bool CallRecord::slept() const {
   return flags & PMCPROF_REC_SLEPT;
@@ -21,24 +27,21 @@ bool CallRecord::multiplexed() const {
 bool CallRecord::not_counted() const {
   return flags & PMCPROF_REC_NOT_COUNTED;
 }
+bool CallRecord::read_error() const {
+  return flags & PMCPROF_REC_READ_ERROR;
+}
+std::string_view CallRecord::command() const {
+  return {comm.data(), strnlen(comm.data(), comm.size())};
+}
 
 std::optional<CallRecord> decode_call_record(const void* data, std::size_t size) {
   if (size < PMCPROF_RECORD_HEADER_SIZE) return std::nullopt;
-  pmcprof_record raw{};
-  std::memcpy(&raw, data, std::min(size, sizeof(raw)));
-  if (raw.n_events > PMCPROF_MAX_EVENTS) return std::nullopt;
-  if (size < PMCPROF_RECORD_HEADER_SIZE + raw.n_events * sizeof(__u64)) return std::nullopt;
   CallRecord r;
-  r.func_id = raw.func_id;
-  r.pid = raw.pid;
-  r.tid = raw.tid;
-  r.cpu = raw.cpu;
-  r.cgroup_id = raw.cgroup_id;
-  r.wall_ns = raw.wall_ns;
-  r.oncpu_ns = raw.oncpu_ns;
-  r.flags = raw.flags;
-  r.comm.assign(raw.comm, strnlen(raw.comm, sizeof(raw.comm)));
-  r.delta.assign(raw.delta, raw.delta + raw.n_events);
+  std::memcpy(static_cast<void*>(&r), data, PMCPROF_RECORD_HEADER_SIZE);
+  if (r.n_events > PMCPROF_MAX_EVENTS) return std::nullopt;
+  if (size < PMCPROF_RECORD_HEADER_SIZE + r.n_events * sizeof(std::uint64_t)) return std::nullopt;
+  std::memcpy(r.delta.data(), static_cast<const char*>(data) + PMCPROF_RECORD_HEADER_SIZE,
+              r.n_events * sizeof(std::uint64_t));
   return r;
 }
 

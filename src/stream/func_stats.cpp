@@ -1,87 +1,84 @@
 #include "pmcprof/stream/func_stats.hpp"
 
+#include <cstddef>
+
 #include "pmcprof.h"
+#include "pmcprof/probes/func_object.hpp"
 #include "pmcprof/util/error.hpp"
 
 namespace pmcprof {
 
-void FuncStats::add(const CallRecord& r) {
-  ++calls;
-  slept += r.slept();
-  migrated += r.migrated();
-  multiplexed += r.multiplexed();
-  wall_sum += r.wall_ns;
-  oncpu_sum += r.oncpu_ns;
-  wall.add(r.wall_ns);
-  oncpu.add(r.oncpu_ns);
-  if (r.not_counted()) {
-    ++not_counted;
-    return;
-  }
-  for (std::size_t i = 0; i < sum.size() && i < r.delta.size(); ++i) {
-    sum[i] += r.delta[i];
-    hist[i].add(r.delta[i]);
-  }
+static_assert(sizeof(FuncScalars) == sizeof(pmcprof_agg));
+static_assert(offsetof(FuncScalars, measured) == offsetof(pmcprof_agg, measured));
+static_assert(offsetof(FuncScalars, scaled_sum) == offsetof(pmcprof_agg, scaled_sum));
+
+namespace {
+
+pmcprof_agg* raw(FuncScalars& s) {
+  return reinterpret_cast<pmcprof_agg*>(&s);
 }
 
-void FuncStats::add_kernel(const pmcprof_agg& a) {
-  calls += a.calls;
-  not_counted += a.not_counted;
-  slept += a.slept;
-  migrated += a.migrated;
-  multiplexed += a.multiplexed;
-  wall_sum += a.wall_sum;
-  oncpu_sum += a.oncpu_sum;
-  for (std::uint32_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b) {
-    if (a.wall_hist[b]) wall.add_bucket(b, a.wall_hist[b]);
-    if (a.oncpu_hist[b]) oncpu.add_bucket(b, a.oncpu_hist[b]);
+}  // namespace
+
+void FuncStats::add(const CallRecord& r) {
+  // The kernel's definition of what a call contributes (bpf/pmcprof.h), then the same
+  // histogram rule as its aggregate(): on-CPU time and events only for counted calls, an
+  // event only where it measured the call.
+  pmcprof_agg_add(raw(s), reinterpret_cast<const pmcprof_record*>(&r),
+                  static_cast<__u32>(n_events()));
+  wall.add(r.wall_ns);
+  if (r.not_counted()) return;
+  oncpu.add(r.oncpu_ns);
+  for (std::size_t i = 0; i < n_events() && i < r.n_events; ++i)
+    if (r.measured & (1u << i)) hist[i].add(r.delta[i]);
+}
+
+void FuncStats::add_kernel(const KernelAggregate& k) {
+  pmcprof_agg_merge(raw(s), k.agg.get());
+  auto add_hist = [](Histogram& into, const std::vector<std::uint64_t>& buckets) {
+    for (std::uint32_t b = 0; b < buckets.size(); ++b) into.add_bucket(b, buckets[b]);
+  };
+  if (k.hists.size() > PMCPROF_HIST_ONCPU) {
+    add_hist(wall, k.hists[PMCPROF_HIST_WALL]);
+    add_hist(oncpu, k.hists[PMCPROF_HIST_ONCPU]);
   }
-  for (std::size_t i = 0; i < sum.size() && i < PMCPROF_MAX_EVENTS; ++i) {
-    sum[i] += a.sum[i];
-    for (std::uint32_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b)
-      if (a.hist[i][b]) hist[i].add_bucket(b, a.hist[i][b]);
-  }
+  for (std::size_t i = 0; i < n_events() && PMCPROF_HIST_EVENT0 + i < k.hists.size(); ++i)
+    add_hist(hist[i], k.hists[PMCPROF_HIST_EVENT0 + i]);
 }
 
 void FuncStats::merge(const FuncStats& o) {
-  calls += o.calls;
-  not_counted += o.not_counted;
-  slept += o.slept;
-  migrated += o.migrated;
-  multiplexed += o.multiplexed;
-  wall_sum += o.wall_sum;
-  oncpu_sum += o.oncpu_sum;
+  pmcprof_agg_merge(raw(s), reinterpret_cast<const pmcprof_agg*>(&o.s));
   wall.merge(o.wall);
   oncpu.merge(o.oncpu);
-  for (std::size_t i = 0; i < sum.size() && i < o.sum.size(); ++i) {
-    sum[i] += o.sum[i];
-    hist[i].merge(o.hist[i]);
-  }
+  for (std::size_t i = 0; i < n_events() && i < o.n_events(); ++i) hist[i].merge(o.hist[i]);
 }
 
 void FuncStats::subtract(const FuncStats& o) {
   auto sub = [](std::uint64_t& a, std::uint64_t b) { a = a > b ? a - b : 0; };
-  sub(calls, o.calls);
-  sub(not_counted, o.not_counted);
-  sub(slept, o.slept);
-  sub(migrated, o.migrated);
-  sub(multiplexed, o.multiplexed);
-  sub(wall_sum, o.wall_sum);
-  sub(oncpu_sum, o.oncpu_sum);
+  sub(s.calls, o.s.calls);
+  sub(s.not_counted, o.s.not_counted);
+  sub(s.slept, o.s.slept);
+  sub(s.migrated, o.s.migrated);
+  sub(s.multiplexed, o.s.multiplexed);
+  sub(s.read_errors, o.s.read_errors);
+  sub(s.wall_sum, o.s.wall_sum);
+  sub(s.oncpu_sum, o.s.oncpu_sum);
   wall.subtract(o.wall);
   oncpu.subtract(o.oncpu);
-  for (std::size_t i = 0; i < sum.size() && i < o.sum.size(); ++i) {
-    sub(sum[i], o.sum[i]);
+  auto bounds = [](const Histogram& h, std::uint64_t& min_inv, std::uint64_t& max) {
+    min_inv = h.count() ? ~static_cast<std::uint64_t>(h.lowest_value()) : 0;
+    max = h.count() ? static_cast<std::uint64_t>(h.highest_value()) : 0;
+  };
+  bounds(wall, s.wall_min_inv, s.wall_max);
+  bounds(oncpu, s.oncpu_min_inv, s.oncpu_max);
+  for (std::size_t i = 0; i < n_events() && i < o.n_events(); ++i) {
+    sub(s.measured[i], o.s.measured[i]);
+    sub(s.sum[i], o.s.sum[i]);
+    sub(s.partial[i], o.s.partial[i]);
+    sub(s.scaled_sum[i], o.s.scaled_sum[i]);
     hist[i].subtract(o.hist[i]);
+    bounds(hist[i], s.min_inv[i], s.max[i]);
   }
-}
-
-Breakdown parse_breakdown(const std::string& text) {
-  if (text == "pid") return Breakdown::pid;
-  if (text == "comm") return Breakdown::comm;
-  if (text == "cpu") return Breakdown::cpu;
-  if (text == "cgroup") return Breakdown::cgroup;
-  throw UserError("unknown --by '" + text + "'", "use --by pid, comm, cpu or cgroup");
 }
 
 const char* to_string(Breakdown b) {
@@ -100,27 +97,27 @@ const char* to_string(Breakdown b) {
   return "?";
 }
 
-std::string StreamAggregator::key_of(const CallRecord& r) const {
+FuncKey StreamAggregator::key_of(const CallRecord& r) const {
   switch (by_) {
     case Breakdown::none:
-      return {};
+      return {r.func_id, 0, {}};
     case Breakdown::pid:
-      return std::to_string(r.pid);
+      return {r.func_id, r.pid, {}};
     case Breakdown::comm:
-      return r.comm;
+      return {r.func_id, 0, std::string(r.command())};
     case Breakdown::cpu:
-      return std::to_string(r.cpu);
+      return {r.func_id, r.cpu, {}};
     case Breakdown::cgroup:
-      return std::to_string(r.cgroup_id);
+      return {r.func_id, r.cgroup_id, {}};
   }
-  return {};
+  return {r.func_id, 0, {}};
 }
 
 void StreamAggregator::add(const CallRecord& r) {
   ++records_;
-  FuncKey key{r.func_id, key_of(r)};
+  FuncKey key = key_of(r);
   auto it = stats_.find(key);
-  if (it == stats_.end()) it = stats_.emplace(key, FuncStats(n_events_)).first;
+  if (it == stats_.end()) it = stats_.emplace(std::move(key), FuncStats(n_events_)).first;
   it->second.add(r);
 }
 

@@ -30,14 +30,6 @@ struct LostRecord {
 
 }  // namespace
 
-std::size_t validate_buffer_pages(long long pages) {
-  if (pages < 1 || pages > 65536 || (pages & (pages - 1)) != 0)
-    throw UserError("invalid --buffer-pages " + std::to_string(pages) +
-                        ": it must be a power of two between 1 and 65536",
-                    "e.g. --buffer-pages 256 (1 MiB per CPU with 4 KiB pages)");
-  return static_cast<std::size_t>(pages);
-}
-
 RecordStream::RecordStream(int records_map_fd, std::size_t page_count, Sink sink)
     : sink_(std::move(sink)) {
   perf_event_attr attr{};

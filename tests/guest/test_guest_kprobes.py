@@ -51,7 +51,7 @@ RECV_MSGS, RECV_DELAY_MS = 4, 300
 EVENTS = "task-clock"  # one event: the verifier (emulated) dominates each run's time
 PMCPROF_PROGS = {"func_entry", "func_exit", "func_fentry", "func_fexit", "on_switch", "on_fork",
                  "on_task_exit", "syscall_entry", "syscall_exit", "read_counters",
-                 "cgroup_switch", "cgroup_flush"}
+                 "cgroup_switch", "cgroup_flush", "calib_trigger"}
 CRASH_MARKERS = ("terminate called", "Traceback", "Segmentation fault", "core dumped",
                  "Assertion", "AddressSanitizer", "what():")
 
@@ -235,7 +235,8 @@ class Run:
         return "".join(self.stderr_lines)
 
     def reports(self):
-        """The JSON documents pmcprof wrote (one, or two with --aggregate both)."""
+        """The JSON reports pmcprof wrote: the document, and with --aggregate both the kernel's
+        view of the same calls nested in it (kernel_view)."""
         text = ""
         if self.out_file and os.path.exists(self.out_file):
             with open(self.out_file) as f:
@@ -248,6 +249,8 @@ class Run:
                 return docs
             doc, i = dec.raw_decode(text, i)
             docs.append(doc)
+            if "kernel_view" in doc:
+                docs.append(doc["kernel_view"])
 
     def summary(self):
         elapsed = getattr(self, "elapsed", time.monotonic() - self.started)

@@ -398,7 +398,7 @@ def main(requires_root=True, requires_perf=False, doc=None):
 # `doctor` (and the kernel --func error path, which asks the doctor probes) loads.
 PMCPROF_BPF_PROGRAMS = ("func_entry", "func_exit", "func_fentry", "func_fexit", "syscall_entry",
                         "syscall_exit", "on_switch", "on_fork", "on_task_exit", "read_counters",
-                        "cgroup_switch", "cgroup_flush")
+                        "cgroup_switch", "cgroup_flush", "calib_trigger")
 
 
 def is_pmcprof_program(name):
@@ -426,6 +426,8 @@ def func_stat(args, command=(), timeout=60, **kw):
     on stdout (func_workload / func_mix print one)."""
     s = stat(["-j", *args], command=command, timeout=timeout, fmt="text", **kw)
     s.records = parse_json_documents(s.text) if s.text.strip() else []
+    # --aggregate both: one document, the kernel's view of the same calls nested in it.
+    s.records += [r["kernel_view"] for r in list(s.records) if "kernel_view" in r]
     finals = [r for r in s.records if r.get("type") in ("report", "summary")]
     s.json = finals[0] if finals else None
     s.workload = json_lines(s.stdout)

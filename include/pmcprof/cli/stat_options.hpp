@@ -28,14 +28,16 @@ struct StatOptions {
   std::optional<std::string> output;         // -o
   std::vector<std::string> command;          // -- CMD ARGS
   // Function mode (--func): per-call deltas through BPF.
-  std::vector<std::string> funcs;  // --func, repeatable
-  std::string backend = "auto";    // --backend auto|fentry|kprobe
-  std::string aggregate = "auto";  // --aggregate auto|kernel|stream|both
-  std::optional<std::string> by;   // --by pid|comm|cpu|cgroup
-  bool no_sched_hook = false;      // --no-sched-hook
-  long long buffer_pages = 256;    // --buffer-pages
-  bool verbose = false;            // -v
-  bool quiet = false;              // -q: nothing but the report (and errors)
+  std::vector<std::string> funcs;     // --func, repeatable
+  std::string backend = "auto";       // --backend auto|fentry|kprobe
+  std::string aggregate = "auto";     // --aggregate auto|kernel|stream|both
+  std::optional<std::string> by;      // --by pid|comm|cpu|cgroup
+  bool no_sched_hook = false;         // --no-sched-hook
+  long long buffer_pages = 256;       // --buffer-pages
+  std::string thread_state = "auto";  // --thread-state
+  bool no_compensate = false;         // --no-compensate
+  bool verbose = false;               // -v
+  bool quiet = false;                 // -q: nothing but the report (and errors)
   // Per-cgroup counting / filtering.
   std::vector<std::string> cgroups;          // -G, comma lists, repeatable
   std::vector<std::string> for_each_cgroup;  // --for-each-cgroup DIR_OR_REGEX

@@ -2,6 +2,8 @@
 
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 struct bpf_link;
 
@@ -12,6 +14,26 @@ struct BpfLinkDeleter {
   void operator()(bpf_link* link) const;
 };
 using BpfLink = std::unique_ptr<bpf_link, BpfLinkDeleter>;
+
+// Destroys links concurrently and returns when all are gone: detaching a perf-event probe
+// (kprobe, uprobe, tracepoint) waits for an RCU grace period, tens of ms each, and the waits
+// overlap. `owners` (objects whose programs the links run) are released after their links.
+void destroy_links(std::vector<BpfLink> links, std::vector<std::shared_ptr<void>> owners = {});
+
+// Destroys links on background threads (destroy_links), so a caller that no longer needs them
+// does not wait; the destructor joins what is still running.
+class LinkReaper {
+ public:
+  LinkReaper() = default;
+  LinkReaper(const LinkReaper&) = delete;
+  LinkReaper& operator=(const LinkReaper&) = delete;
+  ~LinkReaper();
+  void reap(std::vector<BpfLink> links, std::vector<std::shared_ptr<void>> owners = {});
+  void join();
+
+ private:
+  std::vector<std::thread> threads_;
+};
 
 // The verifier's verdict in a libbpf load log: "program NAME: <the line before 'processed N
 // insns'>", or "" when the text is not a whole log.

@@ -6,7 +6,9 @@
 #include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/counters/scaling.hpp"
-#include "pmcprof/probes/pmcprof_object.hpp"
+#include "pmcprof/probes/bpf_object.hpp"
+
+struct cgroup_count_bpf;
 
 namespace pmcprof {
 
@@ -25,16 +27,20 @@ class BpfCgroupCounter {
   // Charges what ran since the last switch on every CPU, then returns the cumulative counts
   // [cgroup][counter-set event] (summed over CPUs; unsupported events read as zero).
   std::vector<std::vector<RawCount>> read();
+  // Counter reads that failed in the hook: their stretches were charged to no cgroup.
+  std::uint64_t read_errors() const;
 
  private:
-  BpfCgroupCounter(PmcprofObject obj, std::size_t n_cgroups, std::size_t n_counter_events,
+  static void destroy(cgroup_count_bpf* skel);
+  BpfCgroupCounter(BpfEventMap events, std::size_t n_cgroups, std::size_t n_counter_events,
                    std::vector<int> cpus)
-      : object_(std::move(obj)),
+      : events_(std::move(events)),
         n_cgroups_(n_cgroups),
         n_counter_events_(n_counter_events),
         cpus_(std::move(cpus)) {}
   void flush();
-  PmcprofObject object_;
+  BpfEventMap events_;
+  Skeleton<cgroup_count_bpf, destroy> skel_;
   BpfLink link_;
   std::size_t n_cgroups_;
   std::size_t n_counter_events_;

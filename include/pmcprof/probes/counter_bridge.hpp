@@ -4,7 +4,9 @@
 
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/counters/scaling.hpp"
-#include "pmcprof/probes/pmcprof_object.hpp"
+#include "pmcprof/probes/bpf_object.hpp"
+
+struct counter_read_bpf;
 
 namespace pmcprof {
 
@@ -21,12 +23,14 @@ struct BpfCounterSnapshot {
 class CounterBridge {
  public:
   static CounterBridge load(const CounterSet& counters);
-  std::size_t event_count() const { return object_.bpf_event_count(); }
+  std::size_t event_count() const { return events_.size(); }
   BpfCounterSnapshot read_on_cpu(int cpu) const;
 
  private:
-  explicit CounterBridge(PmcprofObject obj) : object_(std::move(obj)) {}
-  PmcprofObject object_;
+  static void destroy(counter_read_bpf* skel);
+  explicit CounterBridge(BpfEventMap events) : events_(std::move(events)) {}
+  BpfEventMap events_;
+  Skeleton<counter_read_bpf, destroy> skel_;
 };
 
 }  // namespace pmcprof

@@ -34,7 +34,6 @@ enum class ProbeBackend { fentry, kprobe, uprobe, tracepoint };
 const char* to_string(ProbeBackend b);
 
 enum class BackendRequest { automatic, fentry, kprobe };
-BackendRequest parse_backend_request(std::string_view text);
 
 // What the running kernel allows for kernel functions (from the doctor probes).
 struct KernelProbeSupport {

@@ -14,11 +14,17 @@
 namespace pmcprof {
 
 // Per-call distribution of one quantity (an event's delta, wall time, on-CPU time).
+// Under multiplexing an event measures only the calls it ran through (exactly); its total is
+// then scaled to all calls, as perf scales a count by enabled/running, and marked estimated.
 struct Distribution {
   CounterStatus status = CounterStatus::not_counted;
   double total = 0;
-  double mean = 0;  // total / counted calls
-  double p50 = 0, p90 = 0, p99 = 0;
+  double mean = 0;                   // total / counted calls
+  double p50 = 0, p90 = 0, p99 = 0;  // over the measured calls, within 1%, inside [min, max]
+  double min = 0, max = 0;           // exact, over the measured calls
+  std::uint64_t measured = 0;        // calls this quantity measured exactly
+  bool estimated = false;            // total scaled from measured (or partly run) calls
+  bool percentiles = true;           // false: no call was measured exactly (only in part)
   // A function that was never called: the total is a true 0, per-call figures do not exist.
   bool no_calls = false;
 };
@@ -47,11 +53,36 @@ struct FuncRow {
   // matching entry (the probe was attached mid-call, or a return was missed).
   std::uint64_t depth_overflow = 0;
   std::uint64_t unmatched_exits = 0;
-  Distribution wall;   // ns
-  Distribution oncpu;  // ns
+  std::uint64_t abandoned = 0;       // entries whose return never came (longjmp, exceptions)
+  std::uint64_t reentered = 0;       // probe hits inside pmcprof's own BPF code: not measured
+  std::uint64_t state_failed = 0;    // no per-thread state could be made: not measured
+  std::uint64_t not_aggregated = 0;  // kernel aggregation busy (preempted) or full
+  std::uint64_t read_errors = 0;     // calls during which a counter read failed
+  std::string backend_note;          // e.g. why fentry fell back to kprobes
+  Distribution wall;                 // ns
+  Distribution oncpu;                // ns
   Histogram wall_histogram;
   Histogram oncpu_histogram;
   std::vector<FuncEventRow> events;
+};
+
+// What a probe pair adds to each call, per backend (measured before the run on a function
+// that does nothing) and whether it was subtracted from every call's values.
+struct ProbeBiasRow {
+  std::string backend;
+  std::string probed;
+  bool calibrated = false;
+  std::string why_not;
+  bool subtracted = false;
+  std::uint64_t calls = 0;
+  struct Event {
+    std::string event;
+    std::string unit;
+    std::optional<double> per_call;  // nullopt: the event never ran through a calibration call
+  };
+  std::vector<Event> events;
+  double wall_ns = 0;
+  double oncpu_ns = 0;
 };
 
 struct FunctionReport {
@@ -63,9 +94,13 @@ struct FunctionReport {
   std::uint64_t timestamp_unix_ns = 0;
   bool interrupted = false;
   std::optional<int> exit_status;
-  std::uint64_t lost = 0;  // PERF_RECORD_LOST total
-  bool partial = false;    // any loss: totals are lower bounds
+  std::uint64_t lost = 0;       // PERF_RECORD_LOST total
+  bool partial = false;         // any loss: totals are lower bounds
+  std::uint64_t untracked = 0;  // processes the fork hook could not follow
+  std::vector<ProbeBiasRow> probe_bias;
   std::vector<FuncRow> functions;
+  // --aggregate both: the kernel's view of the same calls, rendered in the same document.
+  std::shared_ptr<const FunctionReport> kernel_view;
 };
 
 // Describes an event for make_func_row: its name and whether BPF read it (bpf_index).
@@ -76,10 +111,18 @@ struct FuncEventInfo {
   std::optional<std::size_t> bpf_index;  // nullopt: the kernel refused it (not supported)
 };
 
-// The distribution of `total` over `counted` calls out of `calls`; status ok with no_calls
-// when nothing was called, not-counted when calls happened but none had running counters.
-Distribution make_distribution(std::uint64_t total, std::uint64_t counted, std::uint64_t calls,
-                               const Histogram& h);
+// The distribution of a quantity over `calls` counted calls: `measured` of them exactly
+// (sum, min, max, histogram), `partial` more only in part (their scaled sum). Status ok with
+// no_calls when nothing was called; not-counted when calls happened and none was measured.
+struct MeasuredSums {
+  std::uint64_t calls = 0;
+  std::uint64_t measured = 0;
+  std::uint64_t sum = 0;
+  std::uint64_t min = 0, max = 0;
+  std::uint64_t partial = 0;
+  std::uint64_t scaled_sum = 0;
+};
+Distribution make_distribution(const MeasuredSums& m, const Histogram& h);
 
 FuncRow make_func_row(const std::string& function, const std::string& backend,
                       const std::string& by_value, const FuncStats& stats, std::uint64_t lost,

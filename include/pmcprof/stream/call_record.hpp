@@ -1,14 +1,17 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <string>
-#include <vector>
+#include <string_view>
 
 namespace pmcprof {
 
-// One completed call as it leaves the kernel (struct pmcprof_record, bpf/pmcprof.h).
+inline constexpr std::size_t kMaxBpfEvents = 8;  // PMCPROF_MAX_EVENTS (bpf/pmcprof.h)
+
+// One completed call as it leaves the kernel: the layout of struct pmcprof_record
+// (bpf/pmcprof.h, checked at compile time), so decoding is one copy and no allocation.
 struct CallRecord {
   std::uint32_t func_id = 0;
   std::uint32_t pid = 0;
@@ -18,13 +21,19 @@ struct CallRecord {
   std::uint64_t wall_ns = 0;
   std::uint64_t oncpu_ns = 0;
   std::uint32_t flags = 0;
-  std::string comm;
-  std::vector<std::uint64_t> delta;  // normalized, one per BPF event
+  std::uint8_t n_events = 0;
+  std::uint8_t pad = 0;
+  std::uint8_t measured = 0;  // bit i: event i ran through the whole call (exact)
+  std::uint8_t ran = 0;       // bit i: event i ran for at least part of it
+  std::array<char, 16> comm{};
+  std::array<std::uint64_t, kMaxBpfEvents> delta{};  // only n_events are meaningful
 
   bool slept() const;
   bool migrated() const;
   bool multiplexed() const;
   bool not_counted() const;
+  bool read_error() const;
+  std::string_view command() const;  // comm up to its NUL
 };
 
 // Decodes a BPF-output sample. nullopt when the size does not fit the header and the

@@ -1,49 +1,80 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "pmcprof/stream/call_record.hpp"
 #include "pmcprof/stream/histogram.hpp"
 
-struct pmcprof_agg;
-
 namespace pmcprof {
 
-// Everything known about the calls of one function (or one function and one --by key):
-// counts, sums and histograms. Filled from the stream record by record, or from the kernel's
-// per-CPU aggregation map; both have this shape so they are reported by the same code.
-struct FuncStats {
+struct KernelAggregate;
+
+// The sums of a function's calls: the layout of struct pmcprof_agg (bpf/pmcprof.h, checked
+// at compile time), filled by the same C function in the kernel and in user space.
+struct FuncScalars {
   std::uint64_t calls = 0;
-  std::uint64_t not_counted = 0;  // calls whose counters did not run: excluded from sums
+  std::uint64_t not_counted = 0;  // disturbed calls: no event and no on-CPU time
   std::uint64_t slept = 0;
   std::uint64_t migrated = 0;
-  std::uint64_t multiplexed = 0;
+  std::uint64_t multiplexed = 0;  // calls some event did not run through
+  std::uint64_t read_errors = 0;
   std::uint64_t wall_sum = 0;
   std::uint64_t oncpu_sum = 0;
+  std::uint64_t wall_min_inv = 0;  // ~min: zero means "none yet"
+  std::uint64_t wall_max = 0;
+  std::uint64_t oncpu_min_inv = 0;
+  std::uint64_t oncpu_max = 0;
+  std::array<std::uint64_t, kMaxBpfEvents> measured{};  // calls the event measured exactly
+  std::array<std::uint64_t, kMaxBpfEvents> sum{};       // over those calls
+  std::array<std::uint64_t, kMaxBpfEvents> min_inv{};
+  std::array<std::uint64_t, kMaxBpfEvents> max{};
+  std::array<std::uint64_t, kMaxBpfEvents> partial{};     // calls it ran through in part
+  std::array<std::uint64_t, kMaxBpfEvents> scaled_sum{};  // their scaled deltas
+};
+
+// Everything known about the calls of one function (or one function and one --by key):
+// sums, exact min/max and histograms. Filled from the stream record by record, or from the
+// kernel's aggregation maps; both have this shape so they are reported by the same code.
+struct FuncStats {
+  FuncScalars s;
   Histogram wall;
   Histogram oncpu;
-  std::vector<std::uint64_t> sum;  // per BPF event, over counted calls
-  std::vector<Histogram> hist;
+  std::vector<Histogram> hist;  // per BPF event, over the calls it measured
 
-  explicit FuncStats(std::size_t n_events = 0) : sum(n_events), hist(n_events) {}
+  explicit FuncStats(std::size_t n_events = 0) : hist(n_events) {}
+  std::size_t n_events() const { return hist.size(); }
   void add(const CallRecord& r);
-  void add_kernel(const pmcprof_agg& a);  // one CPU's value of the aggregates map
+  void add_kernel(const KernelAggregate& k);
   void merge(const FuncStats& o);
-  void subtract(const FuncStats& o);  // interval deltas
-  std::uint64_t counted_calls() const { return calls - not_counted; }
+  // Interval deltas. Sums and histograms subtract; min and max cannot, so they become the
+  // bounds of the interval's lowest and highest bucket.
+  void subtract(const FuncStats& o);
+
+  std::uint64_t calls() const { return s.calls; }
+  std::uint64_t counted_calls() const { return s.calls - s.not_counted; }
 };
+
+// Exact min / max from an inverted-min / max pair (none: 0).
+inline std::uint64_t min_of(std::uint64_t min_inv) {
+  return min_inv ? ~min_inv : 0;
+}
 
 // What a --by breakdown splits on.
 enum class Breakdown { none, pid, comm, cpu, cgroup };
-Breakdown parse_breakdown(const std::string& text);
 const char* to_string(Breakdown b);
 
-// The key of one result row: a function and, with --by, the value it was split on.
-using FuncKey = std::pair<std::uint32_t, std::string>;
+// The key of one result row: a function and, with --by, the value it was split on (a number
+// for pid, cpu and cgroup; text for comm).
+struct FuncKey {
+  std::uint32_t func_id = 0;
+  std::uint64_t number = 0;
+  std::string text;
+  auto operator<=>(const FuncKey&) const = default;
+};
 
 // Stream-side aggregation: records in, FuncStats per key out.
 class StreamAggregator {
@@ -52,9 +83,10 @@ class StreamAggregator {
   void add(const CallRecord& r);
   const std::map<FuncKey, FuncStats>& stats() const { return stats_; }
   std::uint64_t records() const { return records_; }
+  void clear() { stats_.clear(); }
 
  private:
-  std::string key_of(const CallRecord& r) const;
+  FuncKey key_of(const CallRecord& r) const;
   std::size_t n_events_;
   Breakdown by_;
   std::map<FuncKey, FuncStats> stats_;

@@ -42,7 +42,4 @@ class RecordStream {
   std::uint64_t malformed_ = 0;
 };
 
-// Checks a --buffer-pages value (power of two, 1..65536); throws UserError.
-std::size_t validate_buffer_pages(long long pages);
-
 }  // namespace pmcprof

@@ -4,23 +4,24 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/events/event_resolver.hpp"
+#include "pmcprof/probes/func_object.hpp"
 #include "pmcprof/probes/target_spec.hpp"
 #include "pmcprof/report/func_report.hpp"
-#include "pmcprof/run/run_loop.hpp"
+#include "pmcprof/run/session.hpp"
 #include "pmcprof/stream/func_stats.hpp"
 
 namespace pmcprof {
 
 // Where per-call results are summed: from the stream in user space, in kernel maps, or both
-// (both: one run, two reports, to check that they agree).
+// (both: one run, two views of the same calls, to check that they agree).
 enum class AggregateChoice { automatic, stream, kernel, both };
-AggregateChoice parse_aggregate_choice(const std::string& text);
 
 struct FunctionPlan {
   std::vector<ResolvedGroup> groups;
@@ -35,6 +36,8 @@ struct FunctionPlan {
   Breakdown by = Breakdown::none;
   bool sched_hook = true;
   std::size_t buffer_pages = 256;
+  ThreadStore thread_store = ThreadStore::automatic;
+  bool compensate = true;  // subtract the calibrated probe bias (--no-compensate)
   bool verbose = false;
   bool quiet = false;
   std::vector<Cgroup> filter_cgroups;  // -G: only calls from tasks in these (or below)
@@ -44,14 +47,37 @@ struct FunctionPlan {
 };
 
 struct FunctionOutcome {
-  FunctionReport report;
-  std::optional<FunctionReport> kernel_report;  // --aggregate both: the kernel's view
+  FunctionReport report;  // with kernel_view set for --aggregate both
   int exit_code = 0;
 };
 
 // The automatic aggregation: stream when a --by breakdown needs per-call details, else kernel.
 AggregateChoice resolve_aggregate(AggregateChoice requested, Breakdown by);
 
+// Function mode as a Session: the func BPF object, its probes, the per-call stream and the
+// views of the calls (kernel sums, stream sums, or both).
+class FunctionSession : public Session {
+ public:
+  FunctionSession(const FunctionPlan& plan, Workload* workload, FuncReportRenderer* intervals);
+  ~FunctionSession() override;
+
+  void attach() override;
+  void start() override;
+  std::vector<RunLoopOptions::Reader> readers() override;
+  void interval() override;
+  LiveReport live() override;
+  void stop() override;
+  void finish(const RunEnd& end) override;
+
+  FunctionOutcome& outcome() { return outcome_; }
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+  FunctionOutcome outcome_;
+};
+
+// Runs function mode from start to end (signals, workload, loop) and returns its reports.
 FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* intervals);
 
 }  // namespace pmcprof

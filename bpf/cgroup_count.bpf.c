@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Per-cgroup counting, the BPF backend of -G / --for-each-cgroup (perf's bperf-cgroup idea):
+ * counters stay one per CPU and event; at every context switch (and when user space flushes
+ * before it reads) the delta since the last read on this CPU is charged to the cgroup of the
+ * task that was running and to each of its ancestors that is watched.
+ *
+ * Maps: counters (the user's per-CPU counter fds, slot = event * n_cpus + cpu), cgroup_index
+ * (watched cgroup id -> index), cgroup_counts (per CPU, index * n_events + event), and this
+ * CPU's last reading per event. Every one is sized by the loader before load. */
+// clang-format off
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+// clang-format on
+
+#include "pmcprof.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 n_events = 0;
+const volatile __u32 n_cpus = 1;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(__u32));
+  __uint(max_entries, 1); /* resized by the loader: n_events * n_cpus */
+} counters SEC(".maps");
+
+struct cgroup_count {
+  __u64 counter;
+  __u64 enabled;
+  __u64 running;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32); /* cgroup index * n_events + event */
+  __type(value, struct cgroup_count);
+  __uint(max_entries, 1); /* resized by the loader */
+} cgroup_counts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, __u64);     /* cgroup id */
+  __type(value, __u32);   /* its index */
+  __uint(max_entries, 1); /* resized by the loader */
+} cgroup_index SEC(".maps");
+
+/* This CPU's last reading of each event, and the delta since the reading before it. */
+struct cgroup_last {
+  struct bpf_perf_event_value last;
+  struct cgroup_count delta;
+  __u64 valid; /* 0: nothing to charge (first read on this CPU, or a failed read) */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32); /* event */
+  __type(value, struct cgroup_last);
+  __uint(max_entries, PMCPROF_MAX_EVENTS);
+} cgroup_last SEC(".maps");
+
+/* Failed counter reads: their stretch is charged to nobody, so user space says so. */
+__u64 read_errors = 0;
+
+/* Reads event i on this CPU, stores the delta since the last read (none on the first). */
+static __always_inline void take_delta(__u32 i, __u32 cpu) {
+  struct cgroup_last *l = bpf_map_lookup_elem(&cgroup_last, &i);
+  if (!l) return;
+  l->valid = 0;
+  struct bpf_perf_event_value v = {};
+  if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &v, sizeof(v)) != 0) {
+    __sync_fetch_and_add(&read_errors, 1);
+    return;
+  }
+  bool primed = l->last.enabled != 0;
+  l->delta.counter = v.counter - l->last.counter;
+  l->delta.enabled = v.enabled - l->last.enabled;
+  l->delta.running = v.running - l->last.running;
+  l->valid = primed; /* the first read on a CPU only primes it */
+  l->last = v;
+}
+
+static __always_inline void add_delta(__u32 cgroup_idx, __u32 i) {
+  struct cgroup_last *l = bpf_map_lookup_elem(&cgroup_last, &i);
+  if (!l || !l->valid) return;
+  __u32 slot = cgroup_idx * n_events + i;
+  struct cgroup_count *c = bpf_map_lookup_elem(&cgroup_counts, &slot);
+  if (!c) return;
+  c->counter += l->delta.counter;
+  c->enabled += l->delta.enabled;
+  c->running += l->delta.running;
+}
+
+/* Charges this CPU's deltas to the running task's cgroup and every watched ancestor (root
+ * is level 0). The walk carries no per-level state, so the verifier's paths merge at every
+ * level however many cgroups are watched. Runs with preemption off (sched_switch, or a
+ * test run), so the per-CPU values are never updated by two programs at once. */
+static __always_inline void cgroup_charge(void) {
+  __u32 cpu = bpf_get_smp_processor_id();
+#pragma unroll
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++)
+    if (i < n_events) take_delta(i, cpu);
+  for (int level = 0; level < PMCPROF_MAX_CGROUP_DEPTH; level++) {
+    __u64 id = bpf_get_current_ancestor_cgroup_id(level);
+    if (!id) break;
+    __u32 *idx = bpf_map_lookup_elem(&cgroup_index, &id);
+    if (!idx) continue;
+    __u32 cg = *idx;
+#pragma unroll
+    for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++)
+      if (i < n_events) add_delta(cg, i);
+  }
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cgroup_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  cgroup_charge(); /* current is still prev here */
+  return 0;
+}
+
+/* Run by user space on every CPU (BPF_PROG_TEST_RUN) before it reads: charges the time since
+ * the last switch to whatever task is running there. */
+SEC("raw_tp")
+int cgroup_flush(void *ctx) {
+  cgroup_charge();
+  return 0;
+}

@@ -1,0 +1,770 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Function mode: counters per call of a function (kprobe/kretprobe, fentry/fexit, uprobe/
+ * uretprobe, or a syscall's enter/exit tracepoints).
+ *
+ * Per thread, a virtual counter V per event only advances while the thread is on a CPU:
+ * V = acc + normalized(read_now - segment_start). The sched_switch hook folds the running
+ * segment into acc when the thread leaves a CPU and takes fresh readings when it comes back,
+ * on whatever CPU. A call's delta is V(exit) - V(entry): its own on-CPU work however often it
+ * slept or migrated, with O(events) work per switch at any nesting depth. Events whose value
+ * is the on-CPU time itself (task-clock, cpu-clock: `clock_events`) come from the probe's own
+ * clock instead of a counter read.
+ *
+ * Safety:
+ *  - per-thread state lives in task local storage (a preallocated hash keyed by thread id
+ *    where the kernel lacks it), created on a thread's first call and freed with the thread;
+ *  - `busy` marks a thread whose state an entry, exit or switch program is updating. A probe
+ *    that fires inside that code (a kprobe on a function the hook calls) is skipped and
+ *    counted; a switch that preempts an entry/exit program (uprobes run preemptible) only
+ *    marks the state disturbed, and the interrupted program, or the next switch, starts a
+ *    fresh segment and flags the calls in flight as not counted (never a wrapped sum);
+ *  - records are built on the stack, never in a shared per-CPU buffer;
+ *  - the kernel aggregation is guarded per CPU by an atomic exchange: a program that preempts
+ *    another one mid-update does not touch it, and counts that it could not;
+ *  - counter reads use bpf_perf_event_read_value: errors are out of band, and a failed read
+ *    flags the call (READ_ERROR) and keeps that event from measuring it;
+ *  - pmcprof's own process is never counted (except its calibration calls).
+ *
+ * Every map is sized by the loader before load; maps a run does not need are not created
+ * (their code is dead for the verifier: rodata switches). */
+// clang-format off
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+// clang-format on
+
+#include "pmcprof.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 n_events = 0;
+const volatile __u32 n_cpus = 1;
+const volatile __u32 agg_mode = PMCPROF_AGG_STREAM;
+const volatile bool use_task_storage = true; /* else the preallocated `threads_hash` */
+const volatile bool follow_tgids = false;    /* count only tgids in `tracked` (and their forks) */
+const volatile bool sched_hook = true;       /* suspend/resume in-flight calls at sched_switch */
+const volatile bool agg_by_cgroup = false;   /* kernel aggregation keyed by cgroup too */
+const volatile bool need_cgroup_id = false;  /* records carry the cgroup (--by cgroup) */
+const volatile bool need_comm = false;       /* records carry the command name (--by comm) */
+const volatile __u32 clock_events = 0;       /* bit i: event i is the on-CPU time (ns) */
+const volatile __u32 self_tgid = 0;          /* pmcprof itself: never counted ... */
+const volatile __u32 calibration_id = PMCPROF_MAX_FUNCS; /* ... but for this function id */
+const volatile __u32 n_hists = PMCPROF_HIST_EVENT0; /* histograms per function */
+/* Histogram of event i: PMCPROF_HIST_EVENT0 + its rank among the events that are not clock
+ * events (a clock event's histogram is the on-CPU one). */
+const volatile __u32 event_hist[PMCPROF_MAX_EVENTS] = {};
+const volatile __u32 n_filter_cgroups = 0;
+/* Function mode -G filter: a call counts when the task's cgroup is one of these or below one:
+ * its ancestor at the filter cgroup's level is that cgroup. */
+const volatile __u64 filter_cgroup_ids[PMCPROF_MAX_FILTER_CGROUPS] = {};
+const volatile __u32 filter_cgroup_levels[PMCPROF_MAX_FILTER_CGROUPS] = {};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(__u32));
+  __uint(max_entries, 1); /* n_events * n_cpus, slot = event * n_cpus + cpu */
+} counters SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(__u32));
+  __uint(max_entries, 1); /* n_cpus */
+} records SEC(".maps");
+
+struct frame {
+  __u32 func_id;
+  __u32 entry_cpu;
+  __u64 wall_start;
+  __u64 oncpu_start;
+  __u64 cgroup_id;
+  __u32 switches; /* the thread's counters at entry: changed at exit = it happened */
+  __u32 migrations;
+  __u32 bad;
+  __u32 read_errors;
+  __u32 gaps[PMCPROF_MAX_EVENTS];
+  __u32 runs[PMCPROF_MAX_EVENTS];
+  __u64 v_start[PMCPROF_MAX_EVENTS];
+};
+
+struct thread_state {
+  __u32 depth;     /* may exceed PMCPROF_MAX_DEPTH: deeper frames are not measured */
+  __u32 cpu;       /* CPU of the current segment */
+  __u32 busy;      /* an entry/exit/switch program is updating this state */
+  __u32 disturbed; /* a switch happened while busy: the segment is unusable */
+  __u32 switches;  /* times switched out while a call was in flight */
+  __u32 migrations;
+  __u32 bad;         /* segments that could not be measured (disturbed, clock went back) */
+  __u32 read_errors; /* failed counter reads */
+  __u32 seg_invalid; /* no segment to fold: the next reading starts one */
+  __u32 pad;
+  __u32 gaps[PMCPROF_MAX_EVENTS]; /* per event: segments it did not run throughout */
+  __u32 runs[PMCPROF_MAX_EVENTS]; /* per event: segments it ran in at all */
+  __u64 seg_start_ns;
+  __u64 oncpu_acc;
+  __u64 acc[PMCPROF_MAX_EVENTS];
+  struct bpf_perf_event_value seg[PMCPROF_MAX_EVENTS];
+  struct frame frames[PMCPROF_MAX_DEPTH];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct thread_state);
+} threads SEC(".maps");
+
+/* Where task storage does not exist: preallocated, keyed by thread id, sized by the loader. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, __u32);
+  __type(value, struct thread_state);
+  __uint(max_entries, 1);
+} threads_hash SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct thread_state);
+  __uint(max_entries, 1);
+} zero_state SEC(".maps"); /* threads_hash only: a zeroed value to insert */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, __u32); /* tgid */
+  __type(value, __u8);
+  __uint(max_entries, 1); /* sized by the loader when following processes */
+} tracked SEC(".maps");
+
+/* Kernel aggregation by function: scalars at func_id, histograms at func_id * n_hists + h. */
+struct hist {
+  __u32 bucket[PMCPROF_HIST_BUCKETS];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct pmcprof_agg);
+  __uint(max_entries, 1);
+} aggs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct hist);
+  __uint(max_entries, 1);
+} hists SEC(".maps");
+
+/* ... and by function and cgroup (--by cgroup), preallocated to the keys the run allows. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __type(key, struct pmcprof_agg_key);
+  __type(value, struct pmcprof_agg);
+  __uint(max_entries, 1);
+} aggs_by_cgroup SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __type(key, struct pmcprof_agg_key);
+  __type(value, struct hist);
+  __uint(max_entries, 1);
+} hists_by_cgroup SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct hist);
+  __uint(max_entries, 1);
+} zero_hist SEC(".maps"); /* by cgroup only: a zeroed histogram to insert */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct pmcprof_agg);
+  __uint(max_entries, 1);
+} zero_agg SEC(".maps"); /* by cgroup only: too large for the BPF stack */
+
+struct agg_guard {
+  __u64 busy; /* 64-bit: the BPF atomic exchange */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct agg_guard);
+  __uint(max_entries, 1);
+} guard SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct pmcprof_func_stats);
+  __uint(max_entries, 1); /* n_funcs + 1 (calibration) */
+} func_stats SEC(".maps");
+
+/* Processes (--  CMD, -p) that could not be added to `tracked`: their calls are missed. */
+__u64 untracked = 0;
+
+/* Calibration samples (calls of the calibration id), and the bias user space derives from
+ * them per function: subtracted from each call's values when `compensate` is set. */
+const volatile bool compensate = false;
+struct pmcprof_calib_sample calib[PMCPROF_CALIB_CALLS] = {};
+__u32 calib_count = 0;
+__u64 bias[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {};
+
+/* ---- small helpers ---- */
+
+enum stat_field {
+  STAT_LOST,
+  STAT_DEPTH_OVERFLOW,
+  STAT_UNMATCHED_EXIT,
+  STAT_ABANDONED,
+  STAT_REENTERED,
+  STAT_STATE_FAILED,
+  STAT_AGG_COLLISIONS,
+  STAT_AGG_FULL,
+};
+
+/* Counts a rare event of a function. A global function: verified once, not per call site. */
+__attribute__((noinline)) int stat_inc(__u32 func_id, __u32 field) {
+  struct pmcprof_func_stats *s = bpf_map_lookup_elem(&func_stats, &func_id);
+  if (!s) return 0;
+  __u64 *p;
+  switch (field) {
+    case STAT_LOST: p = &s->lost; break;
+    case STAT_DEPTH_OVERFLOW: p = &s->depth_overflow; break;
+    case STAT_UNMATCHED_EXIT: p = &s->unmatched_exit; break;
+    case STAT_ABANDONED: p = &s->abandoned; break;
+    case STAT_REENTERED: p = &s->reentered; break;
+    case STAT_STATE_FAILED: p = &s->state_failed; break;
+    case STAT_AGG_COLLISIONS: p = &s->agg_collisions; break;
+    default: p = &s->agg_full; break;
+  }
+  __sync_fetch_and_add(p, 1);
+  return 0;
+}
+
+/* Where task storage does not exist: the preallocated hash, keyed by thread id. */
+static __always_inline struct thread_state *hash_state(__u32 tid, bool create) {
+  struct thread_state *t = bpf_map_lookup_elem(&threads_hash, &tid);
+  if (t || !create) return t;
+  __u32 zero = 0;
+  struct thread_state *z = bpf_map_lookup_elem(&zero_state, &zero);
+  if (!z) return NULL;
+  bpf_map_update_elem(&threads_hash, &tid, z, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&threads_hash, &tid);
+}
+
+static __always_inline struct thread_state *current_state(__u32 tid, bool create) {
+  if (use_task_storage)
+    return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
+                                create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+  return hash_state(tid, create);
+}
+
+static __always_inline struct thread_state *task_state(struct task_struct *task) {
+  if (use_task_storage) return bpf_task_storage_get(&threads, task, 0, 0);
+  return hash_state(BPF_CORE_READ(task, pid), false);
+}
+
+/* All readings of one moment: every event read back to back, so that each event's window
+ * holds the same probe work (read all, then update). */
+struct readings {
+  struct bpf_perf_event_value v[PMCPROF_MAX_EVENTS];
+  __u32 failed; /* bit i: the read of event i failed */
+};
+
+/* Global (noinline, non-static) functions below are verified once each, on their own: inlined
+ * into every entry, exit and switch path their per-event branches would multiply the
+ * verifier's states past its limit. Their pointer arguments may be NULL for the verifier. */
+__attribute__((noinline)) int read_all(struct readings *r, __u32 cpu) {
+  if (!r) return 0;
+  r->failed = 0;
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    if (i >= n_events) break;
+    if (clock_events & (1u << i)) {
+      r->v[i].counter = r->v[i].enabled = r->v[i].running = 0;
+      continue;
+    }
+    if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &r->v[i],
+                                  sizeof(r->v[i])) != 0)
+      r->failed |= 1u << i;
+  }
+  return 0;
+}
+
+/* A global function is verified once on its own; inlined into the event loops its branches
+ * would multiply the verifier's states. */
+__attribute__((noinline)) __u64 normalize_delta(__u64 dc, __u64 de, __u64 dr) {
+  return pmcprof_normalize(dc, de, dr);
+}
+
+/* Starts a segment on this CPU at `now` with readings `r`. */
+__attribute__((noinline)) int segment_start(struct thread_state *t, __u32 cpu, __u64 now,
+                                            const struct readings *r) {
+  if (!t || !r) return 0;
+  t->cpu = cpu;
+  t->seg_start_ns = now;
+  t->seg_invalid = 0;
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    if (i >= n_events) break;
+    t->seg[i] = r->v[i];
+    if (r->failed & (1u << i)) {
+      /* No start reading: this event cannot measure the segment. */
+      t->gaps[i]++;
+      t->read_errors++;
+      t->seg[i].enabled = 0;
+    }
+  }
+  return 0;
+}
+
+/* Folds the running segment into acc (at switch-out, or to sample V at entry/exit). */
+__attribute__((noinline)) int segment_fold(struct thread_state *t, __u32 cpu, __u64 now,
+                                           const struct readings *r) {
+  if (!t || !r) return 0;
+  if (t->seg_invalid) return segment_start(t, cpu, now, r);
+  if (now < t->seg_start_ns) {
+    t->bad++; /* a clock that went backwards: nothing in flight can be trusted */
+  } else {
+    t->oncpu_acc += now - t->seg_start_ns;
+  }
+  __u64 dt = now > t->seg_start_ns ? now - t->seg_start_ns : 0;
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    if (i >= n_events) break;
+    if (clock_events & (1u << i)) {
+      t->acc[i] += dt;
+      t->runs[i]++;
+      continue;
+    }
+    const struct bpf_perf_event_value *v = &r->v[i];
+    if ((r->failed & (1u << i)) || t->seg[i].enabled == 0) {
+      if (r->failed & (1u << i)) t->read_errors++;
+      t->gaps[i]++;
+      t->seg[i] = *v;
+      if (r->failed & (1u << i)) t->seg[i].enabled = 0;
+      continue;
+    }
+    __u64 dc = v->counter - t->seg[i].counter;
+    __u64 de = v->enabled - t->seg[i].enabled;
+    __u64 dr = v->running - t->seg[i].running;
+    if (dr < de) t->gaps[i]++;
+    if (dr > 0) t->runs[i]++;
+    t->acc[i] += normalize_delta(dc, de, dr);
+    t->seg[i] = *v;
+  }
+  t->seg_start_ns = now;
+  return 0;
+}
+
+/* A context switch interrupted a program that was updating the state (or the clock went
+ * back): the calls in flight are not counted, and the next reading starts a fresh segment. */
+static __always_inline void absorb_disturbance(struct thread_state *t) {
+  if (!t->disturbed) return;
+  t->disturbed = 0;
+  t->bad++;
+  t->seg_invalid = 1;
+}
+
+/* busy brackets every update of a thread's state by an entry or exit program. A switch in
+ * between only sets `disturbed`; it is absorbed on both sides of the update, so a segment
+ * whose start readings were taken on another CPU is never folded. */
+static __always_inline void acquire(struct thread_state *t) {
+  t->busy = 1;
+  asm volatile("" ::: "memory");
+  absorb_disturbance(t);
+}
+
+static __always_inline void release(struct thread_state *t) {
+  asm volatile("" ::: "memory");
+  absorb_disturbance(t);
+  asm volatile("" ::: "memory");
+  t->busy = 0;
+}
+
+static __always_inline bool in_filter_cgroups(void) {
+#pragma unroll
+  for (__u32 i = 0; i < PMCPROF_MAX_FILTER_CGROUPS; i++) {
+    if (i < n_filter_cgroups &&
+        bpf_get_current_ancestor_cgroup_id(filter_cgroup_levels[i]) == filter_cgroup_ids[i])
+      return true;
+  }
+  return false;
+}
+
+static __always_inline bool wanted(__u32 tgid) {
+  if (!follow_tgids) return true;
+  return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+/* ---- entry and exit ---- */
+
+static __always_inline int on_entry(__u32 func_id) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32, tid = (__u32)id;
+  /* pmcprof's own calls count only as calibration calls, and calibration calls only from
+   * pmcprof (a calibration tracepoint fires for every process); no filter applies to them. */
+  const bool calibration = func_id == calibration_id;
+  if ((tgid == self_tgid) != calibration) return 0;
+  if (!calibration && n_filter_cgroups && !in_filter_cgroups()) return 0;
+  /* A thread with state already passed the process filter: skip that lookup per call. */
+  struct thread_state *t = current_state(tid, false);
+  if (!t) {
+    if (!calibration && !wanted(tgid)) return 0;
+    t = current_state(tid, true);
+    if (!t) {
+      stat_inc(func_id, STAT_STATE_FAILED);
+      return 0;
+    }
+  }
+  if (t->busy) {
+    stat_inc(func_id, STAT_REENTERED);
+    return 0;
+  }
+  acquire(t);
+  __u32 depth = t->depth;
+  t->depth = depth + 1;
+  if (depth >= PMCPROF_MAX_DEPTH) {
+    stat_inc(func_id, STAT_DEPTH_OVERFLOW);
+    release(t);
+    return 0;
+  }
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct frame *f = &t->frames[depth & (PMCPROF_MAX_DEPTH - 1)];
+  f->func_id = func_id;
+  f->entry_cpu = cpu;
+  f->cgroup_id = need_cgroup_id ? bpf_get_current_cgroup_id() : 0;
+  /* Readings last, so the probe's own work before them is not charged to the call. */
+  struct readings r;
+  read_all(&r, cpu);
+  __u64 now = bpf_ktime_get_ns();
+  if (depth == 0) {
+    /* First call in flight: V restarts at 0 on this CPU. */
+    t->oncpu_acc = 0;
+    for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) t->acc[i] = 0;
+    segment_start(t, cpu, now, &r);
+  } else {
+    segment_fold(t, cpu, now, &r);
+  }
+  f->switches = t->switches;
+  f->migrations = t->migrations;
+  f->bad = t->bad;
+  f->read_errors = t->read_errors;
+  f->wall_start = now;
+  f->oncpu_start = t->oncpu_acc;
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    f->v_start[i] = t->acc[i];
+    f->gaps[i] = t->gaps[i];
+    f->runs[i] = t->runs[i];
+  }
+  release(t);
+  return 0;
+}
+
+static __always_inline void emit(void *ctx, struct pmcprof_record *rec) {
+  __u64 size = PMCPROF_RECORD_HEADER_SIZE + (__u64)n_events * sizeof(__u64);
+  if (size > sizeof(*rec)) size = sizeof(*rec);
+  if (bpf_perf_event_output(ctx, &records, BPF_F_CURRENT_CPU, rec, size) != 0)
+    stat_inc(rec->func_id, STAT_LOST);
+}
+
+/* A histogram index the 6.1 verifier can bound: 64-bit and clamped after a compiler barrier,
+ * so the compare and the use are the same register. */
+static __always_inline __u64 bucket_of(__u64 v) {
+  __u64 b = pmcprof_hist_bucket(v);
+  asm volatile("" : "+r"(b));
+  if (b > PMCPROF_HIST_BUCKETS - 1) b = PMCPROF_HIST_BUCKETS - 1;
+  return b;
+}
+
+static __always_inline struct hist *hist_of(__u32 func_id, __u32 h, __u64 cgroup_id) {
+  if (!agg_by_cgroup) {
+    __u32 key = func_id * n_hists + h;
+    return bpf_map_lookup_elem(&hists, &key);
+  }
+  struct pmcprof_agg_key key = {.func_id = func_id, .hist = h, .cgroup_id = cgroup_id};
+  struct hist *hp = bpf_map_lookup_elem(&hists_by_cgroup, &key);
+  if (hp) return hp;
+  __u32 zero = 0;
+  struct hist *z = bpf_map_lookup_elem(&zero_hist, &zero);
+  if (!z) return NULL;
+  bpf_map_update_elem(&hists_by_cgroup, &key, z, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&hists_by_cgroup, &key);
+}
+
+static __always_inline void hist_add(__u32 func_id, __u32 h, __u64 cgroup_id, __u64 v) {
+  struct hist *hp = hist_of(func_id, h, cgroup_id);
+  if (hp) hp->bucket[bucket_of(v)]++;
+}
+
+static __always_inline struct pmcprof_agg *agg_of(__u32 func_id, __u64 cgroup_id) {
+  if (!agg_by_cgroup) return bpf_map_lookup_elem(&aggs, &func_id);
+  struct pmcprof_agg_key key = {.func_id = func_id, .cgroup_id = cgroup_id};
+  struct pmcprof_agg *a = bpf_map_lookup_elem(&aggs_by_cgroup, &key);
+  if (a) return a;
+  __u32 zero = 0;
+  struct pmcprof_agg *z = bpf_map_lookup_elem(&zero_agg, &zero);
+  if (!z || bpf_map_update_elem(&aggs_by_cgroup, &key, z, BPF_NOEXIST) != 0) return NULL;
+  return bpf_map_lookup_elem(&aggs_by_cgroup, &key);
+}
+
+__attribute__((noinline)) int aggregate(const struct pmcprof_record *rec) {
+  if (!rec) return 0;
+  __u32 zero = 0;
+  struct agg_guard *g = bpf_map_lookup_elem(&guard, &zero);
+  if (!g) return 0;
+  if (__sync_lock_test_and_set(&g->busy, 1)) {
+    stat_inc(rec->func_id, STAT_AGG_COLLISIONS);
+    return 0;
+  }
+  __u64 cg = rec->cgroup_id;
+  struct pmcprof_agg *a = agg_of(rec->func_id, cg);
+  if (!a) {
+    stat_inc(rec->func_id, STAT_AGG_FULL);
+    goto out;
+  }
+  pmcprof_agg_add(a, rec, n_events);
+  hist_add(rec->func_id, PMCPROF_HIST_WALL, cg, rec->wall_ns);
+  if (rec->flags & PMCPROF_REC_NOT_COUNTED) goto out;
+  hist_add(rec->func_id, PMCPROF_HIST_ONCPU, cg, rec->oncpu_ns);
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    if (i >= n_events) break;
+    /* A clock event's histogram is the on-CPU histogram: not kept twice. */
+    if (clock_events & (1u << i)) continue;
+    if (rec->measured & (1u << i)) hist_add(rec->func_id, event_hist[i], cg, rec->delta[i]);
+  }
+out:
+  asm volatile("" ::: "memory");
+  g->busy = 0;
+  return 0;
+}
+
+/* Pops frames down to the innermost one of func_id. Frames above it are calls whose return
+ * never came (longjmp out of them, an exception, a missed uretprobe): counted as abandoned.
+ * Returns the frame's depth + 1, or 0 when no frame in the stack matches (an exit without
+ * entry: the probe was attached mid-call), which leaves the stack alone. */
+__attribute__((noinline)) __u32 match_frame(struct thread_state *t, __u32 func_id,
+                                            __u32 depth) {
+  if (!t) return 0;
+  for (__u32 k = 0; k < PMCPROF_MAX_DEPTH; k++) {
+    if (k >= depth) break;
+    __u32 j = depth - 1 - k;
+    struct frame *f = &t->frames[j & (PMCPROF_MAX_DEPTH - 1)];
+    if (f->func_id == func_id) {
+      for (__u32 s = 0; s < PMCPROF_MAX_DEPTH; s++) {
+        if (s >= k) break;
+        stat_inc(t->frames[(depth - 1 - s) & (PMCPROF_MAX_DEPTH - 1)].func_id, STAT_ABANDONED);
+      }
+      return j + 1;
+    }
+  }
+  return 0;
+}
+
+static __always_inline __u64 minus_bias(__u64 v, __u64 b) {
+  return v > b ? v - b : 0;
+}
+
+/* The call's per-event deltas, and which events ran through it (measured) or in part, less
+ * the probe's own bias when compensating. */
+__attribute__((noinline)) int fill_deltas(const struct thread_state *t, const struct frame *f,
+                                          struct pmcprof_record *rec) {
+  if (!t || !f || !rec) return 0;
+  __u32 fid = rec->func_id;
+  if (fid > PMCPROF_MAX_FUNCS) return 0;
+  const bool comp = compensate && fid != calibration_id;
+  if (comp) {
+    rec->wall_ns = minus_bias(rec->wall_ns, bias[fid][PMCPROF_BIAS_WALL]);
+    rec->oncpu_ns = minus_bias(rec->oncpu_ns, bias[fid][PMCPROF_BIAS_ONCPU]);
+  }
+  __u8 measured = 0, ran = 0;
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    if (i >= n_events) break;
+    __u64 d = t->acc[i] - f->v_start[i];
+    rec->delta[i] = comp ? minus_bias(d, bias[fid][i]) : d;
+    if (t->gaps[i] == f->gaps[i]) measured |= 1u << i;
+    if (t->runs[i] != f->runs[i]) ran |= 1u << i;
+  }
+  if ((ran & ~measured) != 0) rec->flags |= PMCPROF_REC_MULTIPLEXED;
+  rec->measured = measured;
+  rec->ran = ran;
+  return 0;
+}
+
+__attribute__((noinline)) int keep_calibration_sample(const struct pmcprof_record *rec) {
+  if (!rec) return 0;
+  __u32 idx = __sync_fetch_and_add(&calib_count, 1);
+  if (idx >= PMCPROF_CALIB_CALLS) return 0;
+  struct pmcprof_calib_sample *c = &calib[idx];
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) c->delta[i] = rec->delta[i];
+  c->wall_ns = rec->wall_ns;
+  c->oncpu_ns = rec->oncpu_ns;
+  c->flags = rec->flags;
+  c->measured = rec->measured;
+  return 0;
+}
+
+static __always_inline int on_exit(void *ctx, __u32 func_id) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32, tid = (__u32)id;
+  if ((tgid == self_tgid) != (func_id == calibration_id)) return 0;
+  struct thread_state *t = current_state(tid, false);
+  if (!t) return 0;
+  if (t->busy) {
+    stat_inc(func_id, STAT_REENTERED);
+    return 0;
+  }
+  acquire(t);
+  /* Readings first, so the probe's own work after them is not charged to the call. */
+  __u64 now = bpf_ktime_get_ns();
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct readings r;
+  read_all(&r, cpu);
+  __u32 depth = t->depth;
+  if (depth == 0) {
+    stat_inc(func_id, STAT_UNMATCHED_EXIT);
+    release(t);
+    return 0;
+  }
+  if (depth > PMCPROF_MAX_DEPTH) {
+    t->depth = depth - 1; /* an unmeasured deep frame (counted at entry) */
+    release(t);
+    return 0;
+  }
+  __u32 level = match_frame(t, func_id, depth);
+  if (level == 0) {
+    stat_inc(func_id, STAT_UNMATCHED_EXIT);
+    release(t);
+    return 0;
+  }
+  t->depth = level - 1;
+  struct frame *f = &t->frames[(level - 1) & (PMCPROF_MAX_DEPTH - 1)];
+  bool same_cpu = cpu == t->cpu;
+  if (sched_hook || same_cpu) segment_fold(t, cpu, now, &r);
+
+  struct pmcprof_record rec;
+  __builtin_memset(&rec, 0, PMCPROF_RECORD_HEADER_SIZE);
+  rec.func_id = func_id;
+  rec.pid = tgid;
+  rec.tid = tid;
+  rec.cpu = cpu;
+  rec.cgroup_id = f->cgroup_id;
+  rec.wall_ns = now > f->wall_start ? now - f->wall_start : 0;
+  rec.oncpu_ns = t->oncpu_acc - f->oncpu_start;
+  rec.n_events = n_events;
+  __u32 flags = 0;
+  if (t->switches != f->switches) flags |= PMCPROF_REC_SLEPT;
+  if (t->migrations != f->migrations || cpu != f->entry_cpu) flags |= PMCPROF_REC_MIGRATED;
+  if (t->read_errors != f->read_errors) flags |= PMCPROF_REC_READ_ERROR;
+  /* Without the sched hook, readings on another CPU are another counter: not counted. */
+  if (t->bad != f->bad || now < f->wall_start || (!sched_hook && !same_cpu))
+    flags |= PMCPROF_REC_NOT_COUNTED;
+  rec.flags = flags;
+  fill_deltas(t, f, &rec);
+  release(t);
+
+  if (func_id == calibration_id) {
+    keep_calibration_sample(&rec);
+    return 0;
+  }
+  if (agg_mode & PMCPROF_AGG_KERNEL) aggregate(&rec);
+  if (agg_mode & PMCPROF_AGG_STREAM) {
+    if (need_comm) bpf_get_current_comm(rec.comm, sizeof(rec.comm));
+    emit(ctx, &rec);
+  }
+  return 0;
+}
+
+/* ---- attach points: the function id travels in the BPF cookie ---- */
+
+SEC("kprobe")
+int func_entry(struct pt_regs *ctx) { return on_entry((__u32)bpf_get_attach_cookie(ctx)); }
+
+SEC("kretprobe")
+int func_exit(struct pt_regs *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+
+SEC("tracepoint")
+int syscall_entry(void *ctx) { return on_entry((__u32)bpf_get_attach_cookie(ctx)); }
+
+SEC("tracepoint")
+int syscall_exit(void *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+
+/* fentry/fexit: loaded once against one target, then cloned per target by the loader with
+ * that target's BTF id and linked with the function id as cookie. Autoload off unless the run
+ * has kernel functions and the kernel allows fentry. */
+SEC("fentry")
+int BPF_PROG(func_fentry) { return on_entry((__u32)bpf_get_attach_cookie(ctx)); }
+
+SEC("fexit")
+int BPF_PROG(func_fexit) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+
+/* ---- scheduler: suspend / resume in-flight calls, follow forks, forget exited processes ---- */
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  /* Runs at every context switch of every task: only a thread with a call in flight pays
+   * for the clock and the counters. */
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct thread_state *t = task_state(prev);
+  if (t && t->depth > 0) {
+    if (t->busy) {
+      t->disturbed = 1; /* preempted inside an entry/exit program */
+    } else {
+      acquire(t);
+      if (t->cpu != cpu) {
+        t->bad++; /* a segment this hook did not start: flag what is in flight */
+        t->seg_invalid = 1;
+      } else if (!t->seg_invalid) {
+        struct readings r;
+        read_all(&r, cpu);
+        segment_fold(t, cpu, bpf_ktime_get_ns(), &r);
+      }
+      t->switches++;
+      release(t);
+    }
+  }
+  t = task_state(next);
+  if (t && t->depth > 0) {
+    if (t->busy) {
+      t->disturbed = 1; /* it resumes inside an entry/exit program, which restarts */
+    } else {
+      acquire(t);
+      if (t->cpu != cpu) t->migrations++;
+      struct readings r;
+      read_all(&r, cpu);
+      segment_start(t, cpu, bpf_ktime_get_ns(), &r);
+      release(t);
+    }
+  }
+  return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
+  if (!follow_tgids) return 0;
+  __u32 ptgid = BPF_CORE_READ(parent, tgid);
+  if (!bpf_map_lookup_elem(&tracked, &ptgid)) return 0;
+  __u32 ctgid = BPF_CORE_READ(child, tgid);
+  if (ctgid == ptgid) return 0; /* a new thread: its process is tracked already */
+  __u8 one = 1;
+  if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY) != 0)
+    __sync_fetch_and_add(&untracked, 1);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_task_exit, struct task_struct *task) {
+  /* Task storage goes with the task; the fallback hash and the process filter are pruned
+   * here, so a reused id starts clean. */
+  if (!use_task_storage) {
+    __u32 tid = BPF_CORE_READ(task, pid);
+    bpf_map_delete_elem(&threads_hash, &tid);
+  }
+  if (follow_tgids && BPF_CORE_READ(task, signal, live.counter) == 0) {
+    __u32 tgid = BPF_CORE_READ(task, tgid);
+    bpf_map_delete_elem(&tracked, &tgid);
+  }
+  return 0;
+}

@@ -1,0 +1,148 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pmcprof/counters/counter_set.hpp"
+#include "pmcprof/probes/bpf_object.hpp"
+#include "pmcprof/util/fd.hpp"
+
+struct func_bpf;
+struct pmcprof_agg;
+
+namespace pmcprof {
+
+// Where per-call results are summed (PMCPROF_AGG_* in bpf/pmcprof.h).
+inline constexpr std::uint32_t kAggStream = 0x1;
+inline constexpr std::uint32_t kAggKernel = 0x2;
+
+// What happened to a function's calls outside the sums (struct pmcprof_func_stats).
+struct FuncProbeStats {
+  std::uint64_t lost = 0;            // records the stream's ring refused
+  std::uint64_t depth_overflow = 0;  // nested deeper than the per-thread stack
+  std::uint64_t unmatched_exit = 0;  // returns without an entry
+  std::uint64_t abandoned = 0;       // entries whose return never came
+  std::uint64_t reentered = 0;       // probe hits inside pmcprof's own BPF code
+  std::uint64_t state_failed = 0;    // no per-thread state could be made
+  std::uint64_t agg_collisions = 0;  // kernel aggregation busy on the CPU (preempted)
+  std::uint64_t agg_full = 0;        // no room for another --by cgroup key
+};
+
+// Where per-thread state lives: task local storage (freed with the task), or a preallocated
+// hash keyed by thread id for kernels without BPF_MAP_TYPE_TASK_STORAGE (Linux < 5.11).
+enum class ThreadStore { automatic, task_storage, hash };
+
+// How the function-mode BPF object is configured (rodata) and sized (max_entries) before
+// load. Only the maps a run needs are created, each sized to the run.
+struct FuncObjectConfig {
+  std::size_t n_funcs = 0;         // --func targets; id n_funcs is pmcprof's calibration target
+  std::uint32_t agg_mode = 0;      // kAggStream | kAggKernel
+  bool follow_tgids = false;       // count only tracked processes and their descendants
+  bool sched_hook = true;          // suspend/resume in-flight calls at sched_switch
+  bool by_cgroup = false;          // records carry the cgroup; kernel sums are keyed by it
+  bool need_comm = false;          // records carry the command name
+  std::uint32_t clock_events = 0;  // bit i: BPF event i is the on-CPU time (task-clock)
+  // -G filter: (cgroup id, level below the v2 root).
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> filter_cgroups;
+  ThreadStore thread_store = ThreadStore::automatic;
+  std::size_t max_threads = 8192;    // hash store: threads with state at once
+  std::size_t max_tracked = 4096;    // processes followed at once (-- CMD, -p)
+  std::size_t max_cgroup_keys = 64;  // --by cgroup: cgroups kept per function in the kernel
+  bool compensate = true;            // subtract the calibrated probe bias from every call
+  bool probe_programs = false;       // func_entry/func_exit: kprobes and uprobes
+  bool syscall_programs = false;     // syscall_entry/syscall_exit
+};
+
+// The kernel's sums of one function (and cgroup), merged over CPUs.
+struct KernelAggregate {
+  std::uint32_t func_id = 0;
+  std::uint64_t cgroup_id = 0;
+  std::shared_ptr<const pmcprof_agg> agg;
+  // [histogram index (PMCPROF_HIST_*)][bucket]; empty where a histogram is not kept.
+  std::vector<std::vector<std::uint64_t>> hists;
+};
+
+// One BPF map's kernel memory, from /proc/self/fdinfo (bench and -v).
+struct MapMemory {
+  std::string name;
+  std::string type;
+  std::uint64_t memlock = 0;
+  bool per_cpu = false;
+};
+
+// The loaded function-mode BPF object (bpf/func.bpf.c) with the counter fds in place.
+class FuncObject {
+ public:
+  static FuncObject load(const CounterSet& counters, const FuncObjectConfig& config);
+  FuncObject(FuncObject&&) noexcept;
+  FuncObject& operator=(FuncObject&&) = delete;
+  ~FuncObject();
+
+  const BpfEventMap& events() const { return events_; }
+  ThreadStore thread_store() const { return store_; }
+  std::uint32_t calibration_id() const { return static_cast<std::uint32_t>(config_.n_funcs); }
+
+  // Attach pairs (entry, exit) for one function id; throw UserError (exit 1) on failure.
+  std::vector<BpfLink> attach_uprobe(std::uint32_t id, const std::string& binary,
+                                     std::uint64_t offset, pid_t pid = -1) const;
+  std::vector<BpfLink> attach_kprobe(std::uint32_t id, const std::string& function) const;
+  std::vector<BpfLink> attach_syscall(std::uint32_t id, const std::string& syscall) const;
+  // fentry/fexit on `function`: a twin object sharing every map, loaded against that
+  // function's BTF (the kernel verifies tracing programs per target). Returns the links and
+  // the twin that owns the programs; throws SystemError when the kernel refuses, so the
+  // caller can fall back to kprobes for that target.
+  struct FentryAttachment {
+    std::vector<BpfLink> links;
+    std::shared_ptr<void> twin;
+  };
+  FentryAttachment attach_fentry(std::uint32_t id, const std::string& function) const;
+  // sched_switch (if configured), fork (if following) and exit hooks.
+  std::vector<BpfLink> attach_scheduler_hooks() const;
+
+  void track(pid_t tgid) const;  // adds a process to the filter; throws SystemError
+  int records_fd() const;
+
+  std::vector<KernelAggregate> read_aggregates() const;
+  // [func id] summed over CPUs, calibration id included.
+  std::vector<FuncProbeStats> read_func_stats() const;
+  std::uint64_t untracked() const;  // processes the fork hook could not add to the filter
+
+  std::vector<MapMemory> map_memory() const;
+
+  // Calibration (func_calibration.hpp): the samples of calls made under calibration_id()
+  // since the last reset, and the bias to subtract from a function's calls.
+  struct CalibrationSample {
+    std::vector<std::uint64_t> delta;  // per BPF event
+    std::uint32_t measured = 0;        // bit i: event i ran through the call
+    std::uint64_t wall_ns = 0;
+    std::uint64_t oncpu_ns = 0;
+    bool not_counted = false;
+  };
+  void reset_calibration() const;
+  std::vector<CalibrationSample> calibration_samples() const;
+  // values: per BPF event, then wall, then on-CPU (ns).
+  void set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values) const;
+
+ private:
+  static void destroy(func_bpf* skel);
+  FuncObject(BpfEventMap events, FuncObjectConfig config)
+      : events_(std::move(events)), config_(std::move(config)) {}
+  std::vector<std::uint64_t> read_hist(int map_fd, const void* key) const;
+  BpfEventMap events_;
+  FuncObjectConfig config_;
+  ThreadStore store_ = ThreadStore::task_storage;
+  Skeleton<func_bpf, destroy> skel_;
+};
+
+// Whether this kernel has BPF task local storage (probed once by creating such a map).
+bool kernel_has_task_storage();
+
+// The memory of every BPF map in fdinfo text ("memlock:" and "map_type:"), for unit tests.
+std::uint64_t fdinfo_memlock(const std::string& fdinfo_text);
+
+}  // namespace pmcprof

@@ -1,0 +1,396 @@
+#include "pmcprof/probes/func_object.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+// clang-format off
+#include "pmcprof.h"
+#include "func.skel.h"  // after pmcprof.h: it names its types
+// clang-format on
+#include "pmcprof/platform/system.hpp"
+#include "pmcprof/probes/percpu_map.hpp"
+#include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
+
+namespace pmcprof {
+
+static_assert(kAggStream == PMCPROF_AGG_STREAM && kAggKernel == PMCPROF_AGG_KERNEL);
+static_assert(sizeof(FuncProbeStats) == sizeof(pmcprof_func_stats));
+
+namespace {
+
+struct Hist {  // struct hist in bpf/func.bpf.c
+  __u32 bucket[PMCPROF_HIST_BUCKETS];
+};
+
+std::size_t at_least_one(std::size_t n) {
+  return n ? n : 1;
+}
+
+// Creates `map` sized to `entries`, or (entries == 0) not at all: its code is dead for the
+// verifier under this run's rodata.
+void create_map(bpf_map* map, std::size_t entries) {
+  if (entries == 0) {
+    bpf_map__set_autocreate(map, false);
+    return;
+  }
+  size_map(map, entries);
+}
+
+// The twin of a loaded object for one fentry target: same programs, every map shared.
+struct FentryTwinDeleter {
+  void operator()(func_bpf* skel) const { func_bpf__destroy(skel); }
+};
+
+}  // namespace
+
+void FuncObject::destroy(func_bpf* skel) {
+  func_bpf__destroy(skel);
+}
+
+FuncObject::FuncObject(FuncObject&&) noexcept = default;
+FuncObject::~FuncObject() = default;
+
+bool kernel_has_task_storage() {
+  return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) == 1;
+}
+
+FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& config) {
+  if (config.n_funcs > PMCPROF_MAX_FUNCS)
+    throw UserError("too many --func (" + std::to_string(config.n_funcs) + "), at most " +
+                    std::to_string(PMCPROF_MAX_FUNCS));
+  if (config.filter_cgroups.size() > PMCPROF_MAX_FILTER_CGROUPS)
+    throw UserError("at most " + std::to_string(PMCPROF_MAX_FILTER_CGROUPS) +
+                    " cgroups can filter function mode (-G), got " +
+                    std::to_string(config.filter_cgroups.size()));
+  FuncObject obj(BpfEventMap::of(counters), config);
+  obj.store_ = config.thread_store;
+  if (obj.store_ == ThreadStore::automatic)
+    obj.store_ = kernel_has_task_storage() ? ThreadStore::task_storage : ThreadStore::hash;
+
+  obj.skel_.reset(func_bpf__open());
+  if (!obj.skel_) throw SystemError("cannot open the func BPF object: " + errno_string(errno));
+  auto* skel = obj.skel_.get();
+  const std::size_t n_events = obj.events_.size();
+  const std::size_t n_ids = config.n_funcs + 1;  // + the calibration target
+  auto* ro = skel->rodata;
+  ro->n_events = static_cast<__u32>(n_events);
+  ro->n_cpus = static_cast<__u32>(obj.events_.n_cpus());
+  ro->agg_mode = config.agg_mode;
+  ro->use_task_storage = obj.store_ == ThreadStore::task_storage;
+  ro->follow_tgids = config.follow_tgids;
+  ro->sched_hook = config.sched_hook;
+  ro->agg_by_cgroup = config.by_cgroup && (config.agg_mode & PMCPROF_AGG_KERNEL);
+  ro->need_cgroup_id = config.by_cgroup;
+  ro->need_comm = config.need_comm;
+  ro->clock_events = config.clock_events;
+  ro->self_tgid = static_cast<__u32>(::getpid());
+  ro->calibration_id = static_cast<__u32>(config.n_funcs);
+  ro->compensate = config.compensate;
+  __u32 n_hists = PMCPROF_HIST_EVENT0;
+  for (std::size_t i = 0; i < n_events; ++i)
+    ro->event_hist[i] = (config.clock_events >> i) & 1 ? PMCPROF_HIST_ONCPU : n_hists++;
+  ro->n_hists = n_hists;
+  ro->n_filter_cgroups = static_cast<__u32>(config.filter_cgroups.size());
+  for (std::size_t i = 0; i < config.filter_cgroups.size(); ++i) {
+    ro->filter_cgroup_ids[i] = config.filter_cgroups[i].first;
+    ro->filter_cgroup_levels[i] = config.filter_cgroups[i].second;
+  }
+
+  size_map(skel->maps.counters, obj.events_.slots());
+  size_map(skel->maps.records, static_cast<std::size_t>(obj.events_.n_cpus()));
+  const bool hash_store = obj.store_ == ThreadStore::hash;
+  if (!hash_store) bpf_map__set_autocreate(skel->maps.threads_hash, false);
+  if (hash_store) bpf_map__set_autocreate(skel->maps.threads, false);
+  create_map(skel->maps.threads_hash, hash_store ? config.max_threads : 0);
+  create_map(skel->maps.zero_state, hash_store ? 1 : 0);
+  create_map(skel->maps.tracked, config.follow_tgids ? config.max_tracked : 0);
+  const bool kernel_agg = config.agg_mode & PMCPROF_AGG_KERNEL;
+  const bool by_cg = kernel_agg && config.by_cgroup;
+  const std::size_t cg_keys = config.n_funcs * config.max_cgroup_keys;
+  create_map(skel->maps.aggs, kernel_agg && !by_cg ? n_ids : 0);
+  create_map(skel->maps.hists, kernel_agg && !by_cg ? n_ids * n_hists : 0);
+  create_map(skel->maps.aggs_by_cgroup, by_cg ? at_least_one(cg_keys) : 0);
+  create_map(skel->maps.hists_by_cgroup, by_cg ? at_least_one(cg_keys * n_hists) : 0);
+  create_map(skel->maps.zero_hist, by_cg ? 1 : 0);
+  create_map(skel->maps.zero_agg, by_cg ? 1 : 0);
+  create_map(skel->maps.guard, kernel_agg ? 1 : 0);
+  size_map(skel->maps.func_stats, n_ids);
+
+  bpf_program__set_autoload(skel->progs.func_entry, config.probe_programs);
+  bpf_program__set_autoload(skel->progs.func_exit, config.probe_programs);
+  bpf_program__set_autoload(skel->progs.syscall_entry, config.syscall_programs);
+  bpf_program__set_autoload(skel->progs.syscall_exit, config.syscall_programs);
+  // fentry/fexit are loaded per target, in twins (attach_fentry).
+  bpf_program__set_autoload(skel->progs.func_fentry, false);
+  bpf_program__set_autoload(skel->progs.func_fexit, false);
+  bpf_program__set_autoload(skel->progs.on_switch, config.sched_hook);
+  bpf_program__set_autoload(skel->progs.on_fork, config.follow_tgids);
+  bpf_program__set_autoload(skel->progs.on_task_exit, hash_store || config.follow_tgids);
+  LibbpfQuiet::clear_verdict();
+  check_bpf_load(func_bpf__load(skel), "function-mode");
+  obj.events_.fill(bpf_map__fd(skel->maps.counters), counters);
+  return obj;
+}
+
+std::vector<BpfLink> FuncObject::attach_uprobe(std::uint32_t id, const std::string& binary,
+                                               std::uint64_t offset, pid_t pid) const {
+  std::vector<BpfLink> links;
+  LIBBPF_OPTS(bpf_uprobe_opts, entry, .bpf_cookie = id, .retprobe = false);
+  links.push_back(check_link(
+      bpf_program__attach_uprobe_opts(skel_->progs.func_entry, pid, binary.c_str(), offset, &entry),
+      "a uprobe on " + binary));
+  LIBBPF_OPTS(bpf_uprobe_opts, exit, .bpf_cookie = id, .retprobe = true);
+  links.push_back(check_link(
+      bpf_program__attach_uprobe_opts(skel_->progs.func_exit, pid, binary.c_str(), offset, &exit),
+      "a uretprobe on " + binary));
+  return links;
+}
+
+std::vector<BpfLink> FuncObject::attach_kprobe(std::uint32_t id,
+                                               const std::string& function) const {
+  std::vector<BpfLink> links;
+  LIBBPF_OPTS(bpf_kprobe_opts, entry, .bpf_cookie = id, .retprobe = false);
+  links.push_back(
+      check_link(bpf_program__attach_kprobe_opts(skel_->progs.func_entry, function.c_str(), &entry),
+                 "kprobe " + function));
+  LIBBPF_OPTS(bpf_kprobe_opts, exit, .bpf_cookie = id, .retprobe = true);
+  links.push_back(
+      check_link(bpf_program__attach_kprobe_opts(skel_->progs.func_exit, function.c_str(), &exit),
+                 "kretprobe " + function));
+  return links;
+}
+
+std::vector<BpfLink> FuncObject::attach_syscall(std::uint32_t id,
+                                                const std::string& syscall) const {
+  std::vector<BpfLink> links;
+  LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = id);
+  const std::string enter = "sys_enter_" + syscall, exit = "sys_exit_" + syscall;
+  links.push_back(check_link(bpf_program__attach_tracepoint_opts(skel_->progs.syscall_entry,
+                                                                 "syscalls", enter.c_str(), &opts),
+                             "tracepoint syscalls:" + enter));
+  links.push_back(check_link(bpf_program__attach_tracepoint_opts(skel_->progs.syscall_exit,
+                                                                 "syscalls", exit.c_str(), &opts),
+                             "tracepoint syscalls:" + exit));
+  return links;
+}
+
+FuncObject::FentryAttachment FuncObject::attach_fentry(std::uint32_t id,
+                                                       const std::string& function) const {
+  std::shared_ptr<func_bpf> twin(func_bpf__open(), FentryTwinDeleter{});
+  if (!twin) throw SystemError("cannot open a fentry twin object: " + errno_string(errno));
+  // Every map is the primary's: same rodata, same per-thread state, same sums.
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, twin->obj) {
+    bpf_map* primary = bpf_object__find_map_by_name(skel_->obj, bpf_map__name(m));
+    const int fd = primary ? bpf_map__fd(primary) : -1;
+    if (fd < 0) {
+      bpf_map__set_autocreate(m, false);
+      continue;
+    }
+    if (int err = bpf_map__reuse_fd(m, fd); err != 0)
+      throw SystemError(std::string("cannot share BPF map ") + bpf_map__name(m) +
+                        " with a fentry twin: " + errno_string(-err));
+  }
+  bpf_program* p = nullptr;
+  bpf_object__for_each_program(p, twin->obj) {
+    bpf_program__set_autoload(p, p == twin->progs.func_fentry || p == twin->progs.func_fexit);
+  }
+  bpf_program__set_attach_target(twin->progs.func_fentry, 0, function.c_str());
+  bpf_program__set_attach_target(twin->progs.func_fexit, 0, function.c_str());
+  LibbpfQuiet::clear_verdict();
+  if (int err = func_bpf__load(twin.get()); err != 0) {
+    std::string why = errno_string(-err);
+    if (const auto verdict = LibbpfQuiet::last_verdict(); !verdict.empty())
+      why += " (the verifier says: " + verdict + ")";
+    throw SystemError("fentry/fexit on " + function + " do not load: " + why);
+  }
+  FentryAttachment out;
+  LIBBPF_OPTS(bpf_trace_opts, opts, .cookie = id);
+  for (bpf_program* prog : {twin->progs.func_fentry, twin->progs.func_fexit}) {
+    bpf_link* link = bpf_program__attach_trace_opts(prog, &opts);
+    if (!link)
+      throw SystemError(std::string(bpf_program__name(prog)) + " on " + function +
+                        " does not attach: " + errno_string(errno));
+    out.links.emplace_back(link);
+  }
+  out.twin = std::move(twin);
+  return out;
+}
+
+std::vector<BpfLink> FuncObject::attach_scheduler_hooks() const {
+  std::vector<BpfLink> links;
+  if (config_.sched_hook)
+    links.push_back(check_link(bpf_program__attach(skel_->progs.on_switch), "sched_switch"));
+  if (config_.follow_tgids)
+    links.push_back(check_link(bpf_program__attach(skel_->progs.on_fork), "sched_process_fork"));
+  if (store_ == ThreadStore::hash || config_.follow_tgids)
+    links.push_back(
+        check_link(bpf_program__attach(skel_->progs.on_task_exit), "sched_process_exit"));
+  return links;
+}
+
+void FuncObject::track(pid_t tgid) const {
+  const __u32 key = static_cast<__u32>(tgid);
+  const __u8 one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tracked), &key, &one, BPF_ANY) != 0)
+    throw SystemError("cannot add process " + std::to_string(tgid) +
+                      " to the BPF process filter: " + errno_string(errno));
+}
+
+int FuncObject::records_fd() const {
+  return bpf_map__fd(skel_->maps.records);
+}
+
+std::uint64_t FuncObject::untracked() const {
+  return skel_->bss->untracked;
+}
+
+std::vector<std::uint64_t> FuncObject::read_hist(int map_fd, const void* key) const {
+  std::vector<std::uint64_t> out;
+  for_each_cpu_value<Hist>(map_fd, key, [&](const Hist& h) {
+    if (out.empty()) out.assign(PMCPROF_HIST_BUCKETS, 0);
+    for (std::size_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b) out[b] += h.bucket[b];
+  });
+  return out;
+}
+
+std::vector<KernelAggregate> FuncObject::read_aggregates() const {
+  std::vector<KernelAggregate> out;
+  if (!(config_.agg_mode & PMCPROF_AGG_KERNEL)) return out;
+  const std::size_t n_events = events_.size();
+  const auto* ro = skel_->rodata;
+  // Histograms as [wall, on-CPU, event 0, ...]; a clock event's is the on-CPU one.
+  auto read_hists = [&](auto&& read) {
+    std::vector<std::vector<std::uint64_t>> h(PMCPROF_HIST_EVENT0 + n_events);
+    h[PMCPROF_HIST_WALL] = read(PMCPROF_HIST_WALL);
+    h[PMCPROF_HIST_ONCPU] = read(PMCPROF_HIST_ONCPU);
+    for (std::size_t i = 0; i < n_events; ++i)
+      h[PMCPROF_HIST_EVENT0 + i] =
+          (config_.clock_events >> i) & 1 ? h[PMCPROF_HIST_ONCPU] : read(ro->event_hist[i]);
+    return h;
+  };
+  auto merged = [](int fd, const void* key) {
+    auto total = std::make_shared<pmcprof_agg>();
+    std::memset(total.get(), 0, sizeof(pmcprof_agg));
+    for_each_cpu_value<pmcprof_agg>(
+        fd, key, [&](const pmcprof_agg& a) { pmcprof_agg_merge(total.get(), &a); });
+    return total;
+  };
+  if (!ro->agg_by_cgroup) {
+    const int agg_fd = bpf_map__fd(skel_->maps.aggs), hist_fd = bpf_map__fd(skel_->maps.hists);
+    for (__u32 f = 0; f < config_.n_funcs; ++f) {
+      KernelAggregate ka;
+      ka.func_id = f;
+      ka.agg = merged(agg_fd, &f);
+      ka.hists = read_hists([&](__u32 h) {
+        const __u32 key = f * ro->n_hists + h;
+        return read_hist(hist_fd, &key);
+      });
+      out.push_back(std::move(ka));
+    }
+    return out;
+  }
+  const int agg_fd = bpf_map__fd(skel_->maps.aggs_by_cgroup);
+  const int hist_fd = bpf_map__fd(skel_->maps.hists_by_cgroup);
+  pmcprof_agg_key key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(agg_fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    KernelAggregate ka;
+    ka.func_id = key.func_id;
+    ka.cgroup_id = key.cgroup_id;
+    ka.agg = merged(agg_fd, &key);
+    ka.hists = read_hists([&](__u32 h) {
+      pmcprof_agg_key hk{key.func_id, h, key.cgroup_id};
+      return read_hist(hist_fd, &hk);
+    });
+    out.push_back(std::move(ka));
+  }
+  return out;
+}
+
+std::vector<FuncProbeStats> FuncObject::read_func_stats() const {
+  std::vector<FuncProbeStats> out(config_.n_funcs + 1);
+  const int fd = bpf_map__fd(skel_->maps.func_stats);
+  for (__u32 f = 0; f < out.size(); ++f) {
+    for_each_cpu_value<pmcprof_func_stats>(fd, &f, [&](const pmcprof_func_stats& s) {
+      out[f].lost += s.lost;
+      out[f].depth_overflow += s.depth_overflow;
+      out[f].unmatched_exit += s.unmatched_exit;
+      out[f].abandoned += s.abandoned;
+      out[f].reentered += s.reentered;
+      out[f].state_failed += s.state_failed;
+      out[f].agg_collisions += s.agg_collisions;
+      out[f].agg_full += s.agg_full;
+    });
+  }
+  return out;
+}
+
+void FuncObject::reset_calibration() const {
+  __atomic_store_n(&skel_->bss->calib_count, 0u, __ATOMIC_SEQ_CST);
+}
+
+std::vector<FuncObject::CalibrationSample> FuncObject::calibration_samples() const {
+  std::vector<CalibrationSample> out;
+  const __u32 n = std::min<__u32>(__atomic_load_n(&skel_->bss->calib_count, __ATOMIC_SEQ_CST),
+                                  PMCPROF_CALIB_CALLS);
+  for (__u32 k = 0; k < n; ++k) {
+    const pmcprof_calib_sample& c = skel_->bss->calib[k];
+    CalibrationSample s;
+    s.delta.assign(c.delta, c.delta + events_.size());
+    s.measured = c.measured;
+    s.wall_ns = c.wall_ns;
+    s.oncpu_ns = c.oncpu_ns;
+    s.not_counted = c.flags & PMCPROF_REC_NOT_COUNTED;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void FuncObject::set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values) const {
+  if (func_id > PMCPROF_MAX_FUNCS) return;
+  auto* slots = skel_->bss->bias[func_id];
+  for (std::size_t i = 0; i < events_.size() && i < values.size(); ++i)
+    __atomic_store_n(&slots[i], values[i], __ATOMIC_RELAXED);
+  const std::size_t n = events_.size();
+  if (values.size() >= n + 2) {
+    __atomic_store_n(&slots[PMCPROF_BIAS_WALL], values[n], __ATOMIC_RELAXED);
+    __atomic_store_n(&slots[PMCPROF_BIAS_ONCPU], values[n + 1], __ATOMIC_RELAXED);
+  }
+}
+
+std::uint64_t fdinfo_memlock(const std::string& text) {
+  for (const auto& line : split(text, '\n'))
+    if (starts_with(line, "memlock:")) return std::stoull(std::string(trim(line.substr(8))));
+  return 0;
+}
+
+std::vector<MapMemory> FuncObject::map_memory() const {
+  std::vector<MapMemory> out;
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, skel_->obj) {
+    const int fd = bpf_map__fd(m);
+    if (fd < 0) continue;
+    MapMemory mm;
+    mm.name = bpf_map__name(m);
+    const auto type = bpf_map__type(m);
+    mm.type = libbpf_bpf_map_type_str(type);
+    mm.per_cpu = type == BPF_MAP_TYPE_PERCPU_ARRAY || type == BPF_MAP_TYPE_PERCPU_HASH ||
+                 type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+    if (auto text = read_file("/proc/self/fdinfo/" + std::to_string(fd)))
+      mm.memlock = fdinfo_memlock(*text);
+    out.push_back(std::move(mm));
+  }
+  return out;
+}
+
+}  // namespace pmcprof

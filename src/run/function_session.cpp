@@ -1,0 +1,440 @@
+#include "pmcprof/run/function_session.hpp"
+
+#include <signal.h>
+
+#include <iostream>
+#include <map>
+
+#include "pmcprof/counters/counter_set.hpp"
+#include "pmcprof/platform/system.hpp"
+#include "pmcprof/probes/func_calibration.hpp"
+#include "pmcprof/probes/func_targets.hpp"
+#include "pmcprof/run/counting_run.hpp"
+#include "pmcprof/stream/record_stream.hpp"
+#include "pmcprof/util/error.hpp"
+#include "pmcprof/util/progress.hpp"
+
+namespace pmcprof {
+
+AggregateChoice resolve_aggregate(AggregateChoice requested, Breakdown by) {
+  if (requested != AggregateChoice::automatic) return requested;
+  // pid/comm/cpu are only in the per-call records; cgroup is a kernel map key too.
+  if (by == Breakdown::pid || by == Breakdown::comm || by == Breakdown::cpu)
+    return AggregateChoice::stream;
+  return AggregateChoice::kernel;
+}
+
+namespace {
+
+AggregateChoice checked_aggregate(const FunctionPlan& plan) {
+  const AggregateChoice agg = resolve_aggregate(plan.aggregate, plan.by);
+  const Breakdown by = plan.by;
+  if (agg == AggregateChoice::kernel &&
+      (by == Breakdown::pid || by == Breakdown::comm || by == Breakdown::cpu))
+    throw UserError(std::string("--by ") + to_string(by) +
+                        " needs the per-call stream; kernel aggregation keys only by cgroup",
+                    "use --aggregate stream (or auto)");
+  return agg;
+}
+
+// Events whose value is the thread's on-CPU time: task-clock and cpu-clock outside a group
+// with hardware events. BPF takes them from its own clock instead of reading a counter (a
+// hardware-led group is multiplexed, and then the clock must follow its group).
+std::uint32_t clock_events(const std::vector<ResolvedGroup>& groups, const CounterSet& counters,
+                           const BpfEventMap& events) {
+  std::vector<bool> derived;
+  for (const auto& g : groups) {
+    bool hardware = false;
+    for (const auto& e : g.events) hardware |= !e.is_software();
+    for (const auto& e : g.events)
+      derived.push_back(e.is_clock() && !(g.grouped && hardware) && !e.attr.exclude_user &&
+                        !e.attr.exclude_kernel);
+  }
+  std::uint32_t mask = 0;
+  for (std::size_t b = 0; b < events.size(); ++b) {
+    const std::size_t e = events.counter_event(b);
+    if (e < derived.size() && derived[e] && counters.supported(e)) mask |= 1u << b;
+  }
+  return mask;
+}
+
+std::vector<FuncEventInfo> event_infos(const CounterSet& counters, const BpfEventMap& events) {
+  std::vector<FuncEventInfo> out;
+  for (std::size_t e = 0; e < counters.event_count(); ++e) {
+    FuncEventInfo info;
+    info.event = counters.event(e).display_name();
+    info.kind = {counters.event(e).attr.type, counters.event(e).attr.config};
+    info.unit = counters.event(e).unit;
+    for (std::size_t b = 0; b < events.size(); ++b)
+      if (events.counter_event(b) == e) info.bpf_index = b;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::string describe_function_target(const FunctionPlan& plan) {
+  if (plan.system_wide || (plan.command.empty() && !plan.pid)) return "system wide";
+  CountingPlan cp;
+  cp.command = plan.command;
+  cp.pid = plan.pid;
+  return describe_target(cp);
+}
+
+// A SIGINT or SIGTERM waiting in the blocked set: the run loop will see it; attaching stops.
+bool stop_requested() {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1;
+}
+
+using KeyedStats = std::map<FuncKey, FuncStats>;
+
+std::vector<FuncProbeStats> minus(std::vector<FuncProbeStats> now,
+                                  const std::vector<FuncProbeStats>& before) {
+  auto sub = [](std::uint64_t& a, std::uint64_t b) { a -= std::min(a, b); };
+  for (std::size_t i = 0; i < now.size() && i < before.size(); ++i) {
+    sub(now[i].lost, before[i].lost);
+    sub(now[i].depth_overflow, before[i].depth_overflow);
+    sub(now[i].unmatched_exit, before[i].unmatched_exit);
+    sub(now[i].abandoned, before[i].abandoned);
+    sub(now[i].reentered, before[i].reentered);
+    sub(now[i].state_failed, before[i].state_failed);
+    sub(now[i].agg_collisions, before[i].agg_collisions);
+    sub(now[i].agg_full, before[i].agg_full);
+  }
+  return now;
+}
+
+}  // namespace
+
+struct FunctionSession::State {
+  const FunctionPlan& plan;
+  Workload* workload;
+  FuncReportRenderer* intervals;
+  LibbpfQuiet quiet;
+  AggregateChoice agg;
+  std::vector<AttachPoint> points;
+  CounterSet counters;
+  FuncObject object;
+  FuncAttachments attachments;
+  std::vector<BpfLink> hooks;
+  std::optional<RecordStream> stream;
+  StreamAggregator stream_total;
+  StreamAggregator stream_interval;
+  std::optional<CgroupNames> cgroup_names;
+  std::vector<FuncEventInfo> infos;
+  KeyedStats kernel_prev;
+  std::vector<FuncProbeStats> fstats_prev;
+  std::uint64_t stream_lost_prev = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t previous_ns = 0;
+  bool live = false;
+  std::vector<ProbeBias> biases;
+  LinkReaper reaper;  // detaches calibration probes while the run goes on
+
+  State(const FunctionPlan& p, Workload* w, FuncReportRenderer* r)
+      : plan(p),
+        workload(w),
+        intervals(r),
+        quiet(p.verbose),
+        agg(checked_aggregate(p)),
+        points(resolve_targets(p.targets, p.backend, p.pid)),
+        // BPF reads counters on the CPU a call runs on: always one per CPU.
+        counters(CounterSet::open(p.groups, CounterTarget::system_wide(online_cpus()))),
+        object(FuncObject::load(counters, object_config())),
+        stream_total(object.events().size(), p.by),
+        stream_interval(object.events().size(), p.by),
+        infos(event_infos(counters, object.events())),
+        fstats_prev(points.size() + 1) {
+    if (follow_tgids()) object.track(workload ? workload->pid() : *plan.pid);
+    if (plan.by == Breakdown::cgroup) cgroup_names.emplace(cgroup2_mount_point());
+    if (agg != AggregateChoice::kernel) {
+      stream.emplace(object.records_fd(), plan.buffer_pages, [this](const CallRecord& rec) {
+        stream_total.add(rec);
+        if (intervals) stream_interval.add(rec);
+      });
+    }
+  }
+
+  bool follow_tgids() const { return !plan.system_wide && (workload || plan.pid); }
+
+  FuncObjectConfig object_config() const {
+    FuncObjectConfig c;
+    c.n_funcs = points.size();
+    c.agg_mode = (agg == AggregateChoice::stream ? 0u : kAggKernel) |
+                 (agg == AggregateChoice::kernel ? 0u : kAggStream);
+    c.follow_tgids = follow_tgids();
+    c.sched_hook = plan.sched_hook;
+    c.by_cgroup = plan.by == Breakdown::cgroup;
+    c.need_comm = plan.by == Breakdown::comm;
+    c.clock_events = clock_events(plan.groups, counters, BpfEventMap::of(counters));
+    for (const auto& cg : plan.filter_cgroups) c.filter_cgroups.emplace_back(cg.id, cg.level);
+    c.thread_store = plan.thread_store;
+    c.compensate = plan.compensate;
+    for (const auto& p : points) {
+      c.probe_programs |= p.backend == ProbeBackend::uprobe || p.backend == ProbeBackend::kprobe ||
+                          p.kprobe_fallback;
+      c.syscall_programs |= p.backend == ProbeBackend::tracepoint;
+    }
+    return c;
+  }
+
+  std::string by_value(const FuncKey& key, std::optional<std::uint64_t>& cgroup_id) {
+    switch (plan.by) {
+      case Breakdown::none:
+        return {};
+      case Breakdown::comm:
+        return key.text;
+      case Breakdown::pid:
+      case Breakdown::cpu:
+        return std::to_string(key.number);
+      case Breakdown::cgroup:
+        // Ids come from the kernel; the path is resolved now (or the last known one if the
+        // cgroup has gone since).
+        cgroup_id = key.number;
+        return cgroup_names->name_of(key.number);
+    }
+    return {};
+  }
+
+  // Calibrates `backend` (once) and sets the bias of the functions attached with it.
+  void calibrate(ProbeBackend backend) {
+    std::vector<std::uint32_t> ids;
+    for (const auto& p : points)
+      if (p.backend == backend) ids.push_back(p.func_id);
+    for (const auto& b : biases) {
+      if (b.backend != backend) continue;
+      if (b.subtracted)
+        for (auto id : ids) object.set_bias(id, bias_values(b));
+      return;
+    }
+    biases.push_back(calibrate_backend(object, backend, ids, plan.compensate, reaper));
+  }
+
+  std::vector<ProbeBiasRow> bias_rows() const {
+    std::vector<ProbeBiasRow> rows;
+    for (const auto& b : biases) {
+      ProbeBiasRow row;
+      row.backend = to_string(b.backend);
+      row.probed = b.probed;
+      row.calibrated = b.calibrated;
+      row.why_not = b.why_not;
+      row.subtracted = b.subtracted;
+      row.calls = b.calls;
+      row.wall_ns = static_cast<double>(b.wall_ns);
+      row.oncpu_ns = static_cast<double>(b.oncpu_ns);
+      for (const auto& info : infos) {
+        if (!info.bpf_index || *info.bpf_index >= b.events.size()) continue;
+        const auto& v = b.events[*info.bpf_index];
+        row.events.push_back({info.event, info.unit,
+                              v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt});
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  KeyedStats kernel_stats() const {
+    KeyedStats out;
+    for (const auto& ka : object.read_aggregates()) {
+      FuncKey key{ka.func_id, plan.by == Breakdown::cgroup ? ka.cgroup_id : 0, {}};
+      auto it = out.try_emplace(key, object.events().size()).first;
+      it->second.add_kernel(ka);
+    }
+    return out;
+  }
+
+  FunctionReport build(const KeyedStats& stats, const std::vector<FuncProbeStats>& fstats,
+                       bool stream_view, std::uint64_t lost_total) {
+    FunctionReport r;
+    r.target = describe_function_target(plan);
+    r.aggregation = stream_view ? "stream" : "kernel";
+    r.by = plan.by == Breakdown::none ? "" : to_string(plan.by);
+    r.untracked = object.untracked();
+    r.probe_bias = bias_rows();
+    std::uint64_t kernel_lost = 0;
+    for (const auto& p : points) {
+      const FuncProbeStats& fs = fstats[p.func_id];
+      kernel_lost += fs.lost;
+      const std::size_t first = r.functions.size();
+      for (const auto& [key, s] : stats) {
+        if (key.func_id != p.func_id) continue;
+        std::optional<std::uint64_t> cgroup_id;
+        std::string value = by_value(key, cgroup_id);
+        r.functions.push_back(
+            make_func_row(p.target.text, to_string(p.backend), value, s, 0, infos));
+        r.functions.back().cgroup_id = cgroup_id;
+      }
+      if (r.functions.size() == first)
+        r.functions.push_back(make_func_row(p.target.text, to_string(p.backend), "",
+                                            FuncStats(object.events().size()), 0, infos));
+      // What happened to the function's calls outside the sums: on its first row.
+      FuncRow& row = r.functions[first];
+      row.lost = stream_view ? fs.lost : 0;
+      row.depth_overflow = fs.depth_overflow;
+      row.unmatched_exits = fs.unmatched_exit;
+      row.abandoned = fs.abandoned;
+      row.reentered = fs.reentered;
+      row.state_failed = fs.state_failed;
+      row.not_aggregated = stream_view ? 0 : fs.agg_collisions + fs.agg_full;
+      if (!p.fallback_why.empty()) row.backend_note = "fentry refused: " + p.fallback_why;
+    }
+    r.lost = stream_view ? std::max(lost_total, kernel_lost) : 0;
+    r.partial = r.lost > 0;
+    return r;
+  }
+
+  FunctionReport stream_view(const std::vector<FuncProbeStats>& fstats) {
+    stream->drain();
+    return build(stream_total.stats(), fstats, true, stream->lost());
+  }
+  FunctionReport kernel_view(const std::vector<FuncProbeStats>& fstats) {
+    return build(kernel_stats(), fstats, false, 0);
+  }
+  FunctionReport main_view(const std::vector<FuncProbeStats>& fstats) {
+    return stream ? stream_view(fstats) : kernel_view(fstats);
+  }
+
+  void interval() {
+    const std::uint64_t now_ns = monotonic_ns();
+    auto fstats_now = object.read_func_stats();
+    auto fstats = minus(fstats_now, fstats_prev);
+    fstats_prev = std::move(fstats_now);
+    FunctionReport r;
+    if (stream) {
+      stream->drain();
+      r = build(stream_interval.stats(), fstats, true, stream->lost() - stream_lost_prev);
+      stream_lost_prev = stream->lost();
+      stream_interval.clear();
+    } else {
+      KeyedStats now = kernel_stats();
+      KeyedStats delta = now;
+      for (auto& [k, s] : delta)
+        if (auto it = kernel_prev.find(k); it != kernel_prev.end()) s.subtract(it->second);
+      r = build(delta, fstats, false, 0);
+      kernel_prev = std::move(now);
+    }
+    r.elapsed_ns = now_ns - previous_ns;
+    r.interval_s = static_cast<double>(now_ns - start_ns) / 1e9;
+    r.timestamp_unix_ns = realtime_ns();
+    if (intervals) intervals->interval(r);
+    previous_ns = now_ns;
+  }
+};
+
+FunctionSession::FunctionSession(const FunctionPlan& plan, Workload* workload,
+                                 FuncReportRenderer* intervals)
+    : st_(std::make_unique<State>(plan, workload, intervals)) {}
+
+FunctionSession::~FunctionSession() = default;
+
+void FunctionSession::attach() {
+  State& s = *st_;
+  // Counters run from here: the calibration reads them. Only deltas matter in this mode.
+  s.counters.enable();
+  for (auto& l : s.object.attach_scheduler_hooks()) s.hooks.push_back(std::move(l));
+  // What a probe pair adds to a call, per backend, before any call of a target is seen.
+  for (const auto& p : s.points) s.calibrate(p.backend);
+  Progress progress("attaching", s.points.size(), s.plan.quiet);
+  const bool say = s.plan.verbose && !s.plan.quiet;
+  s.attachments.attach(s.object, s.points, [&](const AttachPoint& p) {
+    if (stop_requested()) return false;
+    progress.step(p.func_id + 1);
+    if (say)
+      std::cerr << "pmcprof: attaching " << p.target.text << " with " << to_string(p.backend)
+                << (p.binary.empty() ? "" : " (" + p.binary + ")") << "\n";
+    return true;
+  });
+  // A fentry target that fell back to kprobes: that backend's bias too.
+  for (const auto& p : s.points) s.calibrate(p.backend);
+  if (say) {
+    for (const auto& p : s.points)
+      if (!p.fallback_why.empty())
+        std::cerr << "pmcprof: " << p.target.text << ": fentry refused (" << p.fallback_why
+                  << "): attached with kprobe\n";
+    std::cerr << "pmcprof: per-thread state in "
+              << (s.object.thread_store() == ThreadStore::task_storage ? "task local storage"
+                                                                       : "a preallocated hash")
+              << "\n";
+  }
+}
+
+void FunctionSession::start() {
+  State& s = *st_;
+  s.start_ns = s.previous_ns = monotonic_ns();
+  s.live = true;
+  if (s.plan.on_live)
+    s.plan.on_live([this] {
+      State& st = *st_;
+      FunctionReport r = st.main_view(st.object.read_func_stats());
+      r.elapsed_ns = monotonic_ns() - st.start_ns;
+      r.timestamp_unix_ns = realtime_ns();
+      return r;
+    });
+}
+
+std::vector<RunLoopOptions::Reader> FunctionSession::readers() {
+  std::vector<RunLoopOptions::Reader> out;
+  if (st_->stream) out.push_back({st_->stream->epoll_fd(), [this] { st_->stream->drain(); }});
+  for (const auto& r : st_->plan.readers) out.push_back(r);
+  return out;
+}
+
+void FunctionSession::interval() {
+  st_->interval();
+}
+
+LiveReport FunctionSession::live() {
+  State& s = *st_;
+  FunctionReport r = s.main_view(s.object.read_func_stats());
+  r.elapsed_ns = monotonic_ns() - s.start_ns;
+  r.timestamp_unix_ns = realtime_ns();
+  return r;
+}
+
+void FunctionSession::stop() {
+  State& s = *st_;
+  if (s.plan.on_live) s.plan.on_live({});
+  s.live = false;
+  // Probes first, so no call is half-recorded; then the stream, so what the kernel sent is
+  // in; then the counters. The last stretch since a tick is an interval too, so the
+  // intervals add up to the total.
+  s.attachments.detach();
+  s.reaper.join();
+  destroy_links(std::move(s.hooks));
+  if (s.stream) s.stream->drain();
+  if (s.plan.interval_ms && monotonic_ns() > s.previous_ns) s.interval();
+  s.counters.disable();
+}
+
+void FunctionSession::finish(const RunEnd& end) {
+  State& s = *st_;
+  const auto fstats = s.object.read_func_stats();
+  auto stamp = [&](FunctionReport r) {
+    r.elapsed_ns = end.end_ns - end.start_ns;
+    r.timestamp_unix_ns = realtime_ns();
+    r.interrupted = end.interrupted();
+    r.exit_status = end.exit_status;
+    return r;
+  };
+  outcome_.report = stamp(s.main_view(fstats));
+  // --aggregate both: the stream's report, and the kernel's view of the same calls in it.
+  if (s.stream && s.agg == AggregateChoice::both)
+    outcome_.report.kernel_view = std::make_shared<FunctionReport>(stamp(s.kernel_view(fstats)));
+  outcome_.exit_code = end.exit_status.value_or(0);
+}
+
+FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* intervals) {
+  SignalBlocker signals;
+  RunControl control;
+  control.command = plan.command;
+  control.pid = plan.pid;
+  control.interval_ms = plan.interval_ms;
+  control.timeout_ms = plan.timeout_ms;
+  Run run(control, signals);
+  FunctionSession session(plan, run.workload(), intervals);
+  run.drive(session);
+  return std::move(session.outcome());
+}
+
+}  // namespace pmcprof
