@@ -34,8 +34,23 @@ struct TriggerDeleter {
   void operator()(calib_trigger_bpf* s) const { calib_trigger_bpf__destroy(s); }
 };
 
+// Cheap syscalls for the tracepoint calibration, by number.
+struct CheapSyscall {
+  const char* name;
+  long nr;
+};
+constexpr CheapSyscall kCheapSyscalls[] = {
+    {"getppid", SYS_getppid}, {"getpid", SYS_getpid}, {"gettid", SYS_gettid},
+    {"getuid", SYS_getuid},   {"getgid", SYS_getgid}, {"geteuid", SYS_geteuid}};
+
+const CheapSyscall* free_syscall(const std::vector<std::string>& busy) {
+  for (const auto& s : kCheapSyscalls)
+    if (std::find(busy.begin(), busy.end(), s.name) == busy.end()) return &s;
+  return nullptr;
+}
+
 // Makes `kCalls` calls of the calibration target for `backend`. Throws SystemError.
-void make_calls(ProbeBackend backend) {
+void make_calls(ProbeBackend backend, const CheapSyscall* syscall_target) {
   switch (backend) {
     case ProbeBackend::uprobe: {
       // Through a volatile pointer: the calls must happen, and not be inlined away.
@@ -44,7 +59,7 @@ void make_calls(ProbeBackend backend) {
       return;
     }
     case ProbeBackend::tracepoint:
-      for (int i = 0; i < kCalls; ++i) syscall(SYS_getppid);
+      for (int i = 0; i < kCalls; ++i) syscall(syscall_target->nr);
       return;
     case ProbeBackend::kprobe:
     case ProbeBackend::fentry: {
@@ -71,7 +86,8 @@ struct CalibrationProbe {
   FuncObject::FentryAttachment fentry;
 };
 
-CalibrationProbe attach_probe(const FuncObject& object, ProbeBackend backend, std::string& probed) {
+CalibrationProbe attach_probe(const FuncObject& object, ProbeBackend backend,
+                              const CheapSyscall* syscall_target, std::string& probed) {
   CalibrationProbe p;
   const std::uint32_t id = object.calibration_id();
   switch (backend) {
@@ -92,8 +108,10 @@ CalibrationProbe attach_probe(const FuncObject& object, ProbeBackend backend, st
       p.fentry = object.attach_fentry(id, kKernelTarget);
       break;
     case ProbeBackend::tracepoint:
-      probed = "syscall:getppid (its own work included)";
-      p.links = object.attach_syscall(id, "getppid");
+      if (!syscall_target)
+        throw SystemError("every cheap syscall is a target: nothing left to calibrate on");
+      probed = std::string("syscall:") + syscall_target->name + " (its own work included)";
+      p.links = object.attach_syscall(id, syscall_target->name);
       break;
   }
   return p;
@@ -118,13 +136,14 @@ std::optional<std::uint64_t> median(std::vector<std::uint64_t> values) {
 
 ProbeBias calibrate_backend(const FuncObject& object, ProbeBackend backend,
                             const std::vector<std::uint32_t>& func_ids, bool compensate,
-                            LinkReaper& reaper) {
+                            LinkReaper& reaper, const std::vector<std::string>& busy_syscalls) {
   ProbeBias bias;
   bias.backend = backend;
+  const CheapSyscall* syscall_target = free_syscall(busy_syscalls);
   try {
     object.reset_calibration();
-    CalibrationProbe probe = attach_probe(object, backend, bias.probed);
-    make_calls(backend);
+    CalibrationProbe probe = attach_probe(object, backend, syscall_target, bias.probed);
+    make_calls(backend, syscall_target);
     // Only pmcprof's own calls reach the calibration id, and it makes no more: the samples
     // are final while the probe is detached in the background.
     reaper.reap(std::move(probe.links), {});

@@ -114,8 +114,10 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   const bool kernel_agg = config.agg_mode & PMCPROF_AGG_KERNEL;
   const bool by_cg = kernel_agg && config.by_cgroup;
   const std::size_t cg_keys = config.n_funcs * config.max_cgroup_keys;
-  create_map(skel->maps.aggs, kernel_agg && !by_cg ? n_ids : 0);
-  create_map(skel->maps.hists, kernel_agg && !by_cg ? n_ids * n_hists : 0);
+  // The calibration id never reaches the aggregation (its calls go to `calib`).
+  create_map(skel->maps.aggs, kernel_agg && !by_cg ? at_least_one(config.n_funcs) : 0);
+  create_map(skel->maps.hists,
+             kernel_agg && !by_cg ? at_least_one(config.n_funcs) * n_hists : 0);
   create_map(skel->maps.aggs_by_cgroup, by_cg ? at_least_one(cg_keys) : 0);
   create_map(skel->maps.hists_by_cgroup, by_cg ? at_least_one(cg_keys * n_hists) : 0);
   create_map(skel->maps.zero_hist, by_cg ? 1 : 0);

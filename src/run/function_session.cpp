@@ -208,7 +208,10 @@ struct FunctionSession::State {
         for (auto id : ids) object.set_bias(id, bias_values(b));
       return;
     }
-    biases.push_back(calibrate_backend(object, backend, ids, plan.compensate, reaper));
+    std::vector<std::string> busy;
+    for (const auto& p : points)
+      if (p.backend == ProbeBackend::tracepoint) busy.push_back(p.target.name);
+    biases.push_back(calibrate_backend(object, backend, ids, plan.compensate, reaper, busy));
   }
 
   std::vector<ProbeBiasRow> bias_rows() const {

@@ -15,8 +15,9 @@ namespace pmcprof {
 //   uprobe      an empty function in pmcprof itself (one `ret`, emulated by the kernel)
 //   kprobe      bpf_fentry_test1 (returns its argument + 1), called through a BPF test run
 //   fentry      the same function
-//   tracepoint  syscall:getppid's pair; getppid's own work is inside, so this is an upper
-//               bound: stated, never subtracted
+//   tracepoint  the pair of a cheap syscall no target uses (getppid, getpid, ...); the
+//               syscall's own work is inside, so this is an upper bound: stated, never
+//               subtracted
 struct ProbeBias {
   ProbeBackend backend = ProbeBackend::uprobe;
   std::string probed;       // what was probed, for the report
@@ -34,9 +35,11 @@ struct ProbeBias {
 // function id in `func_ids`. Never throws for a backend this kernel cannot calibrate: the
 // result says why.
 // The calibration probe is detached on `reaper`'s thread, so the run need not wait for it.
+// `busy_syscalls`: syscalls the run probes (one program cannot be attached twice to a
+// tracepoint), which the tracepoint calibration avoids.
 ProbeBias calibrate_backend(const FuncObject& object, ProbeBackend backend,
                             const std::vector<std::uint32_t>& func_ids, bool compensate,
-                            LinkReaper& reaper);
+                            LinkReaper& reaper, const std::vector<std::string>& busy_syscalls);
 
 // What set_bias takes for a calibrated backend: per event, then wall, then on-CPU.
 std::vector<std::uint64_t> bias_values(const ProbeBias& bias);

@@ -52,7 +52,7 @@ struct FuncObjectConfig {
   ThreadStore thread_store = ThreadStore::automatic;
   std::size_t max_threads = 8192;    // hash store: threads with state at once
   std::size_t max_tracked = 4096;    // processes followed at once (-- CMD, -p)
-  std::size_t max_cgroup_keys = 64;  // --by cgroup: cgroups kept per function in the kernel
+  std::size_t max_cgroup_keys = 16;  // --by cgroup: cgroups kept per function in the kernel
   bool compensate = true;            // subtract the calibrated probe bias from every call
   bool probe_programs = false;       // func_entry/func_exit: kprobes and uprobes
   bool syscall_programs = false;     // syscall_entry/syscall_exit
