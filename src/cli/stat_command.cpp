@@ -57,6 +57,13 @@ void require_task(pid_t id, bool thread) {
              : "check the PID with ps; it may have exited");
 }
 
+CgroupBackend parse_cgroup_backend(const std::string& text) {
+  if (text == "auto") return CgroupBackend::automatic;
+  if (text == "fd") return CgroupBackend::fd;
+  if (text == "bpf") return CgroupBackend::bpf;
+  throw UserError("unknown --cgroup-backend '" + text + "'", "use auto, fd or bpf");
+}
+
 RenderOptions render_options(const StatOptions& opts) {
   RenderOptions r;
   r.intervals = opts.interval_ms.has_value();

@@ -48,6 +48,25 @@ Cgroup open_one(const std::string& abs_path, const std::string& mount) {
 
 }  // namespace
 
+const char* to_string(CgroupBackend b) {
+  switch (b) {
+    case CgroupBackend::automatic:
+      return "auto";
+    case CgroupBackend::fd:
+      return "fd";
+    case CgroupBackend::bpf:
+      return "bpf";
+  }
+  return "?";
+}
+
+CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups,
+                                     std::size_t fd_backend_fds) {
+  if (requested != CgroupBackend::automatic) return requested;
+  return n_cgroups > kCgroupBpfThreshold || fd_backend_fds > kCgroupFdBudget ? CgroupBackend::bpf
+                                                                             : CgroupBackend::fd;
+}
+
 Fd Cgroup::open_dir() const {
   Fd fd(::open(abs_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) throw UserError("cannot open cgroup " + abs_path + ": " + errno_string(errno));

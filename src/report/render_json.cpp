@@ -59,7 +59,7 @@ ojson report_json(const CountingReport& report, const char* type) {
   if (report.elapsed_stddev_pct) j["elapsed_stddev_pct"] = *report.elapsed_stddev_pct;
   j["interrupted"] = report.interrupted;
   j["exit_status"] = report.exit_status ? ojson(*report.exit_status) : ojson(nullptr);
-  if (!report.cgroup_backend.empty()) j["cgroup_backend"] = report.cgroup_backend;
+  if (report.cgroup_backend) j["cgroup_backend"] = to_string(*report.cgroup_backend);
   ojson counters = ojson::array();
   for (const auto& row : report.counters) counters.push_back(counter_json(report, row));
   j["counters"] = std::move(counters);

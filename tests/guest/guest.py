@@ -1,30 +1,46 @@
 #!/usr/bin/env python3
-"""Boots Debian 12's own kernel under qemu (TCG) and runs a script in it as root.
+"""Boots a Debian kernel under qemu (TCG) and runs a command in it as root: one harness for the
+guest architectures the tests use.
 
-Why: this machine's kernel has neither kprobes nor fentry; Debian's 6.1 kernel has both, and
-boots in seconds under software emulation. The guest sees the host's root file system read-only
-over 9p and chroots into it, so binaries built on the host run there unchanged.
+  x86_64  Debian 12's own kernel (linux-image-amd64, 6.1) on qemu-system-x86_64: kprobes and
+          fentry, which this machine's kernel lacks. The guest sees the host's root read-only over
+          9p and chroots into it, so binaries built on the host run there unchanged.
+  arm64   bookworm's 6.12 kernel (linux-image-6.12.N+deb12-arm64) on qemu-system-aarch64
+          -M virt -cpu cortex-a57 -icount shift=0, one vCPU: a real PMU (the kernel's armv8_pmuv3
+          driver on qemu's emulated PMUv3) whose instruction count is exact. The guest chroots
+          into an arm64 root file system unpacked from Debian packages (dpkg -x), with the
+          host's root mounted read-only at /host in it: cross-built binaries run from there
+          (guest_path() maps a host path).
 
-    guest.py --cache DIR prepare                 fetch + cache kernel and initramfs, print paths
-    guest.py --cache DIR run [--timeout S] -- CMD [ARG...]
-                                                 boot, run CMD (host paths) as root in the
-                                                 chroot, print its output, exit with its status
+    guest.py [--arch A] --cache DIR prepare       fetch + cache kernel, initramfs (and rootfs)
+    guest.py [--arch A] --cache DIR run [--timeout S] -- CMD [ARG...]
+                                                  boot, run CMD as root in the chroot, print
+                                                  its output, exit with its status
+    guest.py --arch arm64 cross-build --source SRC --build DIR [TARGET...]
+                                                  cross-build pmcprof (cmake/aarch64-linux-gnu.cmake)
 
-Library use (tests/guest/test_*.py): `prepare(cache)` then `run_in_guest(cache, argv, ...)`,
-which returns a GuestResult(status, output, console, boot_s).
+Library use (tests/guest/test_*.py): `prepare(cache, arch)` then `run_in_guest(cache, argv, ...,
+arch=...)`, which returns a GuestResult(status, output, console, boot_s, files): `files` holds
+what the command wrote below $PMCPROF_GUEST_OUT (a writable share), read back on the host.
 
-What it does, once per cache (under a lock, so concurrent tests share it):
-  * `apt-get download` the kernel image package that linux-image-amd64 depends on (never
-    installed), reads vmlinuz plus the 9p/virtio modules out of it with `dpkg-deb --fsys-tarfile`,
-    and decompresses vmlinuz's xz payload into an ELF vmlinux (qemu boots it directly, skipping
-    minutes of emulated decompression);
-  * writes a newc initramfs (no cpio tool needed) with a static busybox and those modules.
+What it does, once per cache and architecture (under a lock, so concurrent tests share it):
+  * downloads the kernel package with `apt-get download` (never installed): x86_64 the image
+    package linux-image-amd64 depends on, with the host's apt configuration; arm64 through a
+    private apt configuration (sources naming the host's Debian mirrors for arm64, its own lists
+    and cache dirs under the cache: the machine's sources are never touched);
+  * reads the kernel image plus the 9p/virtio modules out of it with `dpkg-deb --fsys-tarfile`
+    (x86_64: decompresses vmlinuz's xz payload into an ELF vmlinux, which qemu boots directly,
+    skipping minutes of emulated decompression; arm64: the Image is uncompressed already);
+  * arm64: unpacks ROOTFS_PACKAGES (:arm64) with `dpkg -x` into rootfs-KEY, KEY a hash of the
+    package versions, so a changed list or a new version builds a new one;
+  * writes a newc initramfs (no cpio tool needed) with a static busybox and those modules, named
+    by its content.
 Every boot:
-  * `qemu-system-x86_64 -accel tcg -kernel vmlinux -initrd initramfs` with the host root shared
-    read-only over 9p and a fresh host directory shared writable for the results;
+  * qemu -kernel -initrd, the root share read-only over 9p and a fresh host directory shared
+    writable for the results;
   * the guest's /init loads the modules, mounts the shares, puts proc, sysfs, devtmpfs, tracefs,
-    debugfs, bpffs, cgroup2 and a tmpfs /run (scratch: /run/tmp, TMPDIR) into the shared root, chroots into it and
-    runs CMD with its output going both to the results share and to the serial console;
+    debugfs, bpffs, cgroup2 and a tmpfs /run (scratch: /run/tmp, TMPDIR) into the root, chroots
+    into it and runs CMD with its output going both to the results share and to the serial console;
   * has a timeout: a hung guest is killed and reported with the tail of its console.
 Exit 77 (skip) when qemu itself is missing or cannot start; any other failure is an error.
 """
@@ -34,6 +50,7 @@ import hashlib
 import io
 import lzma
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -41,18 +58,17 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 
 EXIT_SKIP = 77
-QEMU = "qemu-system-x86_64"
-META_PACKAGE = "linux-image-amd64"
-# insmod order: each after what it depends on (from TESTBED.md, checked against modinfo depends).
-MODULES = ["virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci",
-           "9pnet", "9pnet_virtio", "netfs", "fscache", "9p"]
 XZ_MAGIC = b"\xfd7zXZ\x00"
-HOST_TAG = "hostroot"
+ROOT_TAG = "hostroot"       # the guest's root: the host's / (x86_64) or the arm64 rootfs
+HOSTFS_TAG = "hostfs"       # arm64: the host's / again, at /host in the rootfs
 RESULTS_TAG = "results"
 GUEST_RESULTS = "/run/guest-results"  # where the writable share appears inside the chroot
+GUEST_OUT = GUEST_RESULTS + "/out"    # $PMCPROF_GUEST_OUT: files the host reads back
+EM_X86_64, EM_AARCH64 = 62, 183       # ELF e_machine
 
 
 class GuestError(Exception):
@@ -60,16 +76,17 @@ class GuestError(Exception):
 
 
 class GuestSkip(Exception):
-    """qemu cannot run here: the caller should skip (exit 77) with this reason."""
+    """qemu (or a cross tool) cannot run here: the caller should skip (exit 77) with this reason."""
 
 
 class GuestResult:
-    def __init__(self, status, output, console, boot_s, timed_out=False):
+    def __init__(self, status, output, console, boot_s, timed_out=False, files=None):
         self.status = status      # the script's exit status; None when it never reported one
         self.output = output      # the script's stdout+stderr
         self.console = console    # the whole serial console (kernel messages, init, output)
         self.boot_s = boot_s      # seconds from qemu start to qemu exit
         self.timed_out = timed_out
+        self.files = files or {}  # name -> bytes: what the command left in $PMCPROF_GUEST_OUT
 
     def console_tail(self, lines=40):
         return "\n".join(self.console.splitlines()[-lines:])
@@ -79,31 +96,32 @@ def log(msg):
     print(f"guest: {msg}", file=sys.stderr, flush=True)
 
 
-# ------------------------------------------------------------------ qemu availability
+class Checks:
+    """A guest test's checks: each logged as it is made, the failures listed at the end."""
 
-def qemu_path():
-    if "PMCPROF_GUEST_QEMU" in os.environ:  # another qemu (or a missing one, to test the skip)
-        p = os.environ["PMCPROF_GUEST_QEMU"]
-        return p if os.access(p, os.X_OK) else None
-    return shutil.which(QEMU) or next(
-        (p for p in ("/usr/bin/" + QEMU, "/usr/local/bin/" + QEMU) if os.access(p, os.X_OK)), None)
+    def __init__(self):
+        self.checks = 0
+        self.failed = []
+        self.lock = threading.Lock()
 
+    def check(self, ok, what, detail=""):
+        with self.lock:
+            self.checks += 1
+            if ok:
+                print(f"  ok: {what}", flush=True)
+            else:
+                self.failed.append(what)
+                print(f"  FAIL: {what}" + (f": {detail}" if detail else ""), flush=True)
+        return ok
 
-def check_qemu():
-    """Raises GuestSkip when qemu is not installed or does not start."""
-    path = qemu_path()
-    if not path:
-        raise GuestSkip(f"{QEMU} is not installed (Debian package qemu-system-x86)")
-    try:
-        r = subprocess.run([path, "-accel", "help"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise GuestSkip(f"{path} does not start: {e}")
-    if r.returncode != 0 or "tcg" not in r.stdout:
-        raise GuestSkip(f"{path} does not start or lacks TCG: {(r.stdout + r.stderr).strip()[-300:]}")
-    return path
+    def summary(self, title, tail=""):
+        """Prints the verdict; returns the exit status (0 pass, 1 fail)."""
+        print(f"\n{title}: {self.checks - len(self.failed)} checks passed, {len(self.failed)} "
+              f"failed{', ' + tail if tail else ''}", flush=True)
+        for f in self.failed:
+            print(f"  failed: {f}", flush=True)
+        return 1 if self.failed else 0
 
-
-# ------------------------------------------------------------------ kernel package
 
 def run_cmd(argv, cwd=None, timeout=600):
     try:
@@ -115,41 +133,153 @@ def run_cmd(argv, cwd=None, timeout=600):
     return r
 
 
-def kernel_package_name():
-    """The versioned image package linux-image-amd64 depends on (e.g. linux-image-6.1.0-56-amd64)."""
-    def depends():
-        r = run_cmd(["apt-cache", "depends", "--no-recommends", "--no-suggests", META_PACKAGE])
-        for line in r.stdout.splitlines():
-            line = line.strip()
-            if line.startswith("Depends:") and "linux-image-" in line:
-                return line.split(":", 1)[1].strip().strip("<>")
-        return None
-    name = depends()
-    if not name and os.geteuid() == 0:
-        log("apt lists do not know linux-image-amd64; running apt-get update once")
-        run_cmd(["apt-get", "update", "-qq"], timeout=600)
-        name = depends()
-    if not name:
-        raise GuestError(f"apt-cache does not know {META_PACKAGE}'s image package "
-                         "(run apt-get update; Debian's main archive must be in sources)")
-    return name
+# ------------------------------------------------------------------ apt: host or private
+
+def debian_codename():
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("VERSION_CODENAME="):
+                    return line.split("=", 1)[1].strip().strip('"') or "bookworm"
+    except OSError:
+        pass
+    return "bookworm"
 
 
-def download_package(name, dest):
-    """`apt-get download NAME` into dest; returns the .deb path. Never installs anything."""
-    os.makedirs(dest, exist_ok=True)
-    for old in os.listdir(dest):
-        if old.endswith(".deb"):
-            os.unlink(os.path.join(dest, old))
-    # The _apt sandbox user cannot write to a root-only build dir; apt then downloads as root
-    # with a warning. Make the directory world-writable for the download to avoid the noise.
-    os.chmod(dest, 0o777)
-    r = run_cmd(["apt-get", "download", "-q", name], cwd=dest, timeout=900)
-    debs = [f for f in os.listdir(dest) if f.endswith(".deb")]
-    if r.returncode != 0 or not debs:
-        raise GuestError(f"apt-get download {name} failed: {(r.stdout + r.stderr).strip()[-500:]}")
-    return os.path.join(dest, debs[0])
+def host_debian_sources():
+    """(uri, suites, signed_by) of the host's Debian apt sources, one-line and deb822 style."""
+    entries = []
+    files = ["/etc/apt/sources.list"]
+    parts = "/etc/apt/sources.list.d"
+    if os.path.isdir(parts):
+        files += sorted(os.path.join(parts, f) for f in os.listdir(parts)
+                        if f.endswith((".list", ".sources")))
+    for path in files:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        if path.endswith(".sources"):
+            for stanza in re.split(r"\n\s*\n", text):
+                fields = {}
+                for line in stanza.splitlines():
+                    if line.startswith("#") or ":" not in line:
+                        continue
+                    k, v = line.split(":", 1)
+                    fields[k.strip().lower()] = v.strip()
+                if "deb" in fields.get("types", "").split() and \
+                        fields.get("enabled", "yes").lower() != "no":
+                    for uri in fields.get("uris", "").split():
+                        entries.append((uri, fields.get("suites", "").split(),
+                                        fields.get("signed-by")))
+        else:
+            for line in text.splitlines():
+                m = re.match(r"\s*deb\s+(\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
+                if m:
+                    sb = re.search(r"signed-by=(\S+?)[\s\]]", m.group(1) or "")
+                    entries.append((m.group(2), [m.group(3)], sb.group(1) if sb else None))
+    return [e for e in entries if "debian" in e[0]]
 
+
+def private_sources_list(arch):
+    """A sources.list for ARCH naming the host's Debian mirrors: the release, its updates and
+    security suites as the host has them, plus the release's backports."""
+    code = debian_codename()
+    lines, seen = [], set()
+    for uri, suites, signed_by in host_debian_sources() or \
+            [("http://deb.debian.org/debian", [code, code + "-updates"], None),
+             ("http://deb.debian.org/debian-security", [code + "-security"], None)]:
+        if code in suites:
+            suites = suites + [code + "-backports"]
+        opts = f"arch={arch}" + (f" signed-by={signed_by}" if signed_by else "")
+        for s in suites:
+            if (uri, s) not in seen:
+                seen.add((uri, s))
+                lines.append(f"deb [{opts}] {uri} {s} main")
+    return "\n".join(lines) + "\n"
+
+
+class Apt:
+    """apt-get / apt-cache, with the host's configuration (root=None) or a private one for a
+    foreign architecture in ROOT (sources.list, lists, cache: the machine's apt is untouched)."""
+
+    def __init__(self, arch=None, root=None):
+        self.arch, self.root = arch, root
+        self.opts = []
+        if root:
+            self.opts = ["-o", f"Dir::Etc::SourceList={root}/sources.list",
+                         "-o", "Dir::Etc::SourceParts=-", "-o", f"Dir::State::Lists={root}/lists",
+                         "-o", f"Dir::Cache={root}/cache", "-o", "Dir::State::status=/dev/null",
+                         "-o", f"APT::Architecture={arch}", "-o", f"APT::Architectures={arch}",
+                         "-o", "APT::Sandbox::User=root", "-o", "Debug::NoLocking=1"]
+
+    def ready(self):
+        """Private lists exist (host lists are the host's business)."""
+        lists = os.path.join(self.root, "lists") if self.root else None
+        return not lists or (os.path.isdir(lists) and
+                             any("_Packages" in f for f in os.listdir(lists)))
+
+    def update(self):
+        if self.root:
+            for d in ("lists/partial", "cache/archives/partial"):
+                os.makedirs(os.path.join(self.root, d), exist_ok=True)
+            with open(os.path.join(self.root, "sources.list"), "w") as f:
+                f.write(private_sources_list(self.arch))
+        elif os.geteuid() != 0:
+            return
+        log(f"apt-get update ({'private ' + self.arch + ' lists' if self.root else 'host'})")
+        r = run_cmd(["apt-get", *self.opts, "update", "-qq"], timeout=600)
+        if r.returncode != 0:
+            raise GuestError(f"apt-get update failed: {(r.stdout + r.stderr).strip()[-500:]}")
+
+    def ensure_lists(self):
+        if not self.ready():
+            self.update()
+
+    def cache(self, *args):
+        return run_cmd(["apt-cache", *self.opts, *args]).stdout
+
+    def candidates(self, *names):
+        """{name: the version apt would download, or None}, from one apt-cache call."""
+        found, current = {}, None
+        for line in self.cache("policy", *names).splitlines():
+            if line and not line[0].isspace() and line.rstrip().endswith(":"):
+                current = line.rstrip()[:-1].split(":")[0]  # "libc6:" or "libc6:arm64:"
+            m = re.match(r"\s+Candidate:\s*(\S+)", line)
+            if m and current and m.group(1) != "(none)":
+                found[current] = m.group(1)
+        return {n: found.get(n) for n in names}
+
+    def download(self, names, dest):
+        """`apt-get download NAMES` into dest (emptied first); returns the .deb paths."""
+        os.makedirs(dest, exist_ok=True)
+        for old in os.listdir(dest):
+            if old.endswith(".deb"):
+                os.unlink(os.path.join(dest, old))
+        # The _apt sandbox user cannot write to a root-only build dir; apt then downloads as
+        # root with a warning. Make the directory world-writable for the download to avoid it.
+        os.chmod(dest, 0o777)
+        r = run_cmd(["apt-get", *self.opts, "download", "-q", *names], cwd=dest, timeout=900)
+        debs = sorted(os.path.join(dest, f) for f in os.listdir(dest) if f.endswith(".deb"))
+        if r.returncode != 0 or len(debs) < len(names):
+            raise GuestError(f"apt-get download {' '.join(names)} failed: "
+                             f"{(r.stdout + r.stderr).strip()[-500:]}")
+        return debs
+
+    def download_retrying(self, names, dest):
+        """download(); on failure (lists older than the archive) one update and a retry."""
+        try:
+            return self.download(names, dest)
+        except GuestError:
+            if os.geteuid() != 0 and not self.root:
+                raise
+            log("apt-get download failed; updating the package lists once and retrying")
+            self.update()
+            return self.download(names, dest)
+
+
+# ------------------------------------------------------------------ kernel package
 
 def xz_payload_to_elf(vmlinuz_bytes):
     """Decompresses the xz stream inside a bzImage; the result must be an ELF vmlinux."""
@@ -168,47 +298,165 @@ def xz_payload_to_elf(vmlinuz_bytes):
         start = at + 1
 
 
-def extract_kernel(deb, kdir):
-    """Writes kdir/vmlinux, kdir/config and kdir/modules/NAME.ko from the kernel .deb."""
-    os.makedirs(os.path.join(kdir, "modules"), exist_ok=True)
-    wanted = {m + ".ko" for m in MODULES} | {m + ".ko.xz" for m in MODULES}
+def arm64_image(vmlinuz_bytes):
+    """Debian's arm64 vmlinuz is an uncompressed Image (magic "ARM\\x64" at 0x38): as is."""
+    if vmlinuz_bytes[0x38:0x3c] != b"ARM\x64":
+        raise GuestError("boot/vmlinuz-* is not an uncompressed arm64 Image")
+    return vmlinuz_bytes
+
+
+def deb_members(deb):
+    """Yields (tar member, file object) of the files in a .deb's data archive."""
     proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb], stdout=subprocess.PIPE)
-    vmlinuz = None
-    found = {}
     try:
         with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
             for m in tar:
-                if not m.isfile():
-                    continue
-                base = os.path.basename(m.name)
-                if m.name.startswith("./boot/vmlinuz-"):
-                    vmlinuz = tar.extractfile(m).read()
-                elif m.name.startswith("./boot/config-"):
-                    with open(os.path.join(kdir, "config"), "wb") as f:
-                        f.write(tar.extractfile(m).read())
-                elif base in wanted and "/kernel/" in m.name:
-                    data = tar.extractfile(m).read()
-                    name = base
-                    if name.endswith(".xz"):
-                        data, name = lzma.decompress(data), name[:-3]
-                    found[name[:-3]] = True
-                    with open(os.path.join(kdir, "modules", name), "wb") as f:
-                        f.write(data)
+                if m.isfile():
+                    yield m, tar.extractfile(m)
     finally:
         proc.stdout.close()
         if proc.wait() != 0:
             raise GuestError(f"dpkg-deb --fsys-tarfile {deb} failed")
+
+
+def extract_kernel(arch, deb, kdir):
+    """Writes kdir/KERNEL_FILE, kdir/config and kdir/modules/NAME.ko from the kernel .deb."""
+    os.makedirs(os.path.join(kdir, "modules"), exist_ok=True)
+    wanted = {m + ".ko" for m in arch.modules} | {m + ".ko.xz" for m in arch.modules}
+    vmlinuz = None
+    found = {}
+    for m, f in deb_members(deb):
+        base = os.path.basename(m.name)
+        if m.name.startswith("./boot/vmlinuz-"):
+            vmlinuz = f.read()
+        elif m.name.startswith("./boot/config-"):
+            with open(os.path.join(kdir, "config"), "wb") as out:
+                out.write(f.read())
+        elif base in wanted and "/kernel/" in m.name:
+            data, name = f.read(), base
+            if name.endswith(".xz"):
+                data, name = lzma.decompress(data), name[:-3]
+            found[name[:-3]] = True
+            with open(os.path.join(kdir, "modules", name), "wb") as out:
+                out.write(data)
     if vmlinuz is None:
         raise GuestError(f"no boot/vmlinuz-* in {deb}")
-    missing = [m for m in MODULES if m not in found]
+    missing = [m for m in arch.modules if m not in found]
     if missing:
         raise GuestError(f"modules missing from {deb}: {', '.join(missing)} (built in? then drop "
-                         "them from MODULES)")
-    elf = xz_payload_to_elf(vmlinuz)
-    tmp = os.path.join(kdir, "vmlinux.tmp")
-    with open(tmp, "wb") as f:
-        f.write(elf)
-    os.replace(tmp, os.path.join(kdir, "vmlinux"))
+                         "them from the architecture's modules)")
+    tmp = os.path.join(kdir, arch.kernel_file + ".tmp")
+    with open(tmp, "wb") as out:
+        out.write(arch.boot_image(vmlinuz))
+    os.replace(tmp, os.path.join(kdir, arch.kernel_file))
+
+
+def x86_kernel_package(apt):
+    """The versioned image package linux-image-amd64 depends on (e.g. linux-image-6.1.0-56-amd64)."""
+    def depends():
+        for line in apt.cache("depends", "--no-recommends", "--no-suggests",
+                              "linux-image-amd64").splitlines():
+            line = line.strip()
+            if line.startswith("Depends:") and "linux-image-" in line:
+                return line.split(":", 1)[1].strip().strip("<>")
+        return None
+    name = depends()
+    if not name and os.geteuid() == 0:
+        log("apt lists do not know linux-image-amd64; running apt-get update once")
+        apt.update()
+        name = depends()
+    return name
+
+
+def arm64_kernel_package(apt):
+    """The newest linux-image-6.12.N+deb12-arm64 (bookworm-backports, or -security once the
+    release carries 6.12), not the -rt, -16k or -cloud flavour."""
+    apt.ensure_lists()
+    rx = re.compile(r"^linux-image-6\.12\.(\d+)\+deb12-arm64$")
+    names = [n for n in apt.cache("pkgnames", "linux-image-6.12.").split() if rx.match(n)]
+    names.sort(key=lambda n: int(rx.match(n).group(1)), reverse=True)
+    available = apt.candidates(*names) if names else {}
+    return next((n for n in names if available[n]), None)
+
+
+# ------------------------------------------------------------------ architectures
+
+class Arch:
+    """What differs between the guest architectures; everything else is shared."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def apt(self, cache_dir):
+        return Apt(self.deb_arch, os.path.join(cache_dir, "apt")) if self.private_apt else Apt()
+
+    def guest_path(self, host_path):
+        """Where a host path appears inside the guest's chroot."""
+        p = os.path.abspath(host_path)
+        return "/host" + p if self.rootfs_packages else p
+
+
+X86_64 = Arch(
+    name="x86_64", deb_arch="amd64", qemu="qemu-system-x86_64", qemu_package="qemu-system-x86",
+    machine=["-machine", "q35", "-cpu", "max"], console="ttyS0",
+    append="mitigations=off no_timer_check", default_cpus=2, max_cpus=None,
+    # insmod order: each after what it depends on (from TESTBED.md, checked against modinfo).
+    modules=["virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev",
+             "virtio_pci", "9pnet", "9pnet_virtio", "netfs", "fscache", "9p"],
+    kernel_package=x86_kernel_package, kernel_file="vmlinux", boot_image=xz_payload_to_elf,
+    elf_machine=EM_X86_64, private_apt=False, rootfs_packages=None, subdir="")
+
+# The arm64 root file system: a static busybox and the libraries a cross-built pmcprof needs;
+# libc-bin brings ldconfig (the guest builds /etc/ld.so.cache at boot, as a Debian system has one).
+ROOTFS_PACKAGES = ["busybox-static", "libc6", "libc-bin", "libstdc++6", "libgcc-s1", "libbpf1",
+                   "libelf1", "zlib1g", "libpfm4"]
+ROOTFS_LAYOUT = "2"  # bump when finish_rootfs() changes what it adds
+
+ARM64 = Arch(
+    name="arm64", deb_arch="arm64", qemu="qemu-system-aarch64", qemu_package="qemu-system-arm",
+    # icount shift=0: instructions exist and are exact (1 instruction = 1 ns = 1 cycle). One vCPU:
+    # with two, qemu's instruction counter is shared and counts leak between them (TESTBED.md).
+    machine=["-machine", "virt", "-cpu", "cortex-a57", "-icount", "shift=0"], console="ttyAMA0",
+    append="", default_cpus=1, max_cpus=1,
+    modules=["netfs", "9pnet", "9pnet_virtio", "9p"],  # virtio_pci is built in
+    kernel_package=arm64_kernel_package, kernel_file="Image", boot_image=arm64_image,
+    elf_machine=EM_AARCH64, private_apt=True, rootfs_packages=ROOTFS_PACKAGES, subdir="arm64")
+
+ARCHES = {"x86_64": X86_64, "amd64": X86_64, "arm64": ARM64, "aarch64": ARM64}
+
+
+def arch_of(arch):
+    if isinstance(arch, Arch):
+        return arch
+    if arch not in ARCHES:
+        raise GuestError(f"unknown guest architecture {arch!r} (one of x86_64, arm64)")
+    return ARCHES[arch]
+
+
+# ------------------------------------------------------------------ qemu availability
+
+def qemu_path(arch):
+    env = "PMCPROF_GUEST_QEMU" + ("" if arch is X86_64 else "_" + arch.name.upper())
+    if env in os.environ:  # another qemu (or a missing one, to test the skip)
+        p = os.environ[env]
+        return p if os.access(p, os.X_OK) else None
+    return shutil.which(arch.qemu) or next(
+        (p for p in ("/usr/bin/" + arch.qemu, "/usr/local/bin/" + arch.qemu)
+         if os.access(p, os.X_OK)), None)
+
+
+def check_qemu(arch):
+    """Raises GuestSkip when qemu is not installed or does not start."""
+    path = qemu_path(arch)
+    if not path:
+        raise GuestSkip(f"{arch.qemu} is not installed (Debian package {arch.qemu_package})")
+    try:
+        r = subprocess.run([path, "-accel", "help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise GuestSkip(f"{path} does not start: {e}")
+    if r.returncode != 0 or "tcg" not in r.stdout:
+        raise GuestSkip(f"{path} does not start or lacks TCG: {(r.stdout + r.stderr).strip()[-300:]}")
+    return path
 
 
 # ------------------------------------------------------------------ initramfs
@@ -226,7 +474,7 @@ for m in __MODULES__; do
   insmod /lib/modules/$m.ko || fail "insmod $m failed"
 done
 O=trans=virtio,version=9p2000.L,msize=262144
-mount -t 9p -o $O,ro __HOST_TAG__ /host || fail "mounting the host root over 9p failed"
+mount -t 9p -o $O,ro __ROOT_TAG__ /host || fail "mounting the root over 9p failed"
 H=/host
 mount -t proc proc $H/proc
 mount -t sysfs sysfs $H/sys
@@ -241,6 +489,8 @@ mount -t bpf bpf $H/sys/fs/bpf
 mount -t cgroup2 cgroup2 $H/sys/fs/cgroup
 mkdir -p $H__GUEST_RESULTS__
 mount -t 9p -o $O __RESULTS_TAG__ $H__GUEST_RESULTS__ || fail "mounting the results share failed"
+mkdir -p $H__GUEST_OUT__
+__ROOTFS_SETUP__
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 hostname pmcprof-guest
 say "running"
@@ -253,21 +503,34 @@ say "done"
 poweroff -f
 """
 
+# A root file system of unpacked packages (arm64): the host's root at /host, busybox's applets
+# in /run/bin (on PATH), and /etc/ld.so.cache built by the guest's own ldconfig.
+ROOTFS_SETUP = r"""mount -t 9p -o $O,ro __HOSTFS_TAG__ $H/host || fail "mounting the host root over 9p failed"
+mkdir -p $H/run/bin
+chroot $H /bin/busybox --install -s /run/bin
+chroot $H /sbin/ldconfig -C /run/ld.so.cache && mount --bind $H/run/ld.so.cache $H/etc/ld.so.cache
+"""
 
-def init_script():
-    return (INIT_SCRIPT.replace("__MODULES__", " ".join(MODULES))
-            .replace("__HOST_TAG__", HOST_TAG).replace("__RESULTS_TAG__", RESULTS_TAG)
-            .replace("__GUEST_RESULTS__", GUEST_RESULTS))
+
+def init_script(arch):
+    setup = ROOTFS_SETUP.replace("__HOSTFS_TAG__", HOSTFS_TAG) if arch.rootfs_packages else ""
+    return (INIT_SCRIPT.replace("__ROOTFS_SETUP__", setup.rstrip("\n"))
+            .replace("__MODULES__", " ".join(arch.modules))
+            .replace("__ROOT_TAG__", ROOT_TAG).replace("__RESULTS_TAG__", RESULTS_TAG)
+            .replace("__GUEST_RESULTS__", GUEST_RESULTS).replace("__GUEST_OUT__", GUEST_OUT))
 
 
-def is_static_elf(path):
-    """True for an ELF with no PT_INTERP program header (no dynamic loader needed)."""
+def is_static_elf(path, machine=None):
+    """True for a 64-bit ELF with no PT_INTERP program header (no dynamic loader needed), of
+    e_machine MACHINE when given."""
     try:
         with open(path, "rb") as f:
             data = f.read(1 << 16)
     except OSError:
         return False
     if not data.startswith(b"\x7fELF") or data[4] != 2:
+        return False
+    if machine is not None and int.from_bytes(data[0x12:0x14], "little") != machine:
         return False
     phoff = int.from_bytes(data[0x20:0x28], "little")
     phentsize = int.from_bytes(data[0x36:0x38], "little")
@@ -279,28 +542,27 @@ def is_static_elf(path):
     return True
 
 
-def find_busybox(cache):
-    """A static busybox: the host's (busybox-static), else one downloaded into the cache."""
-    for p in ("/bin/busybox", "/usr/bin/busybox"):
-        if is_static_elf(p):
+def find_busybox(arch, cache_dir, rootfs=None):
+    """A static busybox of the guest's architecture: the rootfs's, the host's (busybox-static),
+    else one downloaded into the cache."""
+    candidates = [os.path.join(rootfs, "bin/busybox")] if rootfs else []
+    candidates += ["/bin/busybox", "/usr/bin/busybox"]
+    for p in candidates:
+        if is_static_elf(p, arch.elf_machine):
             return p
-    bdir = os.path.join(cache, "busybox")
+    bdir = os.path.join(cache_dir, "busybox")
     target = os.path.join(bdir, "busybox")
-    if is_static_elf(target):
+    if is_static_elf(target, arch.elf_machine):
         return target
-    log("no static busybox on the host; fetching busybox-static with apt-get download")
-    deb = download_package("busybox-static", os.path.join(bdir, "deb"))
-    proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb], stdout=subprocess.PIPE)
-    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-        for m in tar:
-            if m.isfile() and m.name in ("./bin/busybox", "./usr/bin/busybox"):
-                with open(target, "wb") as f:
-                    f.write(tar.extractfile(m).read())
-                os.chmod(target, 0o755)
-    proc.stdout.close()
-    proc.wait()
+    log(f"no static {arch.name} busybox; fetching busybox-static with apt-get download")
+    deb = arch.apt(cache_dir).download_retrying(["busybox-static"], os.path.join(bdir, "deb"))[0]
+    for m, f in deb_members(deb):
+        if m.name in ("./bin/busybox", "./usr/bin/busybox"):
+            with open(target, "wb") as out:
+                out.write(f.read())
+            os.chmod(target, 0o755)
     shutil.rmtree(os.path.join(bdir, "deb"), ignore_errors=True)
-    if not is_static_elf(target):
+    if not is_static_elf(target, arch.elf_machine):
         raise GuestError("no static busybox: install busybox-static")
     return target
 
@@ -328,7 +590,7 @@ def newc_archive(entries):
     return out.getvalue()
 
 
-def build_initramfs(kdir, busybox, path):
+def build_initramfs(arch, kdir, busybox, path):
     def read(p):
         with open(p, "rb") as f:
             return f.read()
@@ -336,8 +598,8 @@ def build_initramfs(kdir, busybox, path):
     entries = [("bin", d, None), ("sbin", d, None), ("dev", d, None), ("proc", d, None),
                ("sys", d, None), ("host", d, None), ("lib", d, None), ("lib/modules", d, None),
                ("dev/console", stat.S_IFCHR | 0o600, None, (5, 1)),
-               ("bin/busybox", x, read(busybox)), ("init", x, init_script().encode())]
-    for m in MODULES:
+               ("bin/busybox", x, read(busybox)), ("init", x, init_script(arch).encode())]
+    for m in arch.modules:
         entries.append((f"lib/modules/{m}.ko", r, read(os.path.join(kdir, "modules", m + ".ko"))))
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
@@ -345,61 +607,159 @@ def build_initramfs(kdir, busybox, path):
     os.replace(tmp, path)
 
 
+# ------------------------------------------------------------------ arm64 root file system
+
+def finish_rootfs(root):
+    """What dpkg -x leaves out: mount points, /bin/sh, a placeholder for the guest-built
+    /etc/ld.so.cache."""
+    for d in ("proc", "sys", "dev", "run", "tmp", "host", "root", "etc"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    sh = os.path.join(root, "bin/sh")
+    if not os.path.lexists(sh):
+        os.symlink("busybox", sh)
+    open(os.path.join(root, "etc/ld.so.cache"), "a").close()
+
+
+def prepare_rootfs(arch, cache_dir, apt):
+    """cache_dir/rootfs-KEY, unpacked from the architecture's ROOTFS packages; KEY hashes the
+    package versions (and ROOTFS_LAYOUT). Without apt lists, a cached rootfs is used as it is."""
+    versions = list(apt.candidates(*arch.rootfs_packages).items())
+    cached = sorted(e for e in os.listdir(cache_dir) if e.startswith("rootfs-"))
+    if any(v is None for _, v in versions):
+        if cached:
+            return os.path.join(cache_dir, cached[-1])
+        missing = [p for p, v in versions if v is None]
+        raise GuestError(f"apt does not know {', '.join(missing)} for {arch.deb_arch}")
+    spec = ROOTFS_LAYOUT + "\n" + "\n".join(f"{p}={v}" for p, v in versions)
+    key = hashlib.sha256(spec.encode()).hexdigest()[:12]
+    root = os.path.join(cache_dir, f"rootfs-{key}")
+    if os.path.isdir(root):
+        return root
+    t0 = time.monotonic()
+    log(f"building the {arch.name} rootfs from {len(versions)} packages (apt-get download, dpkg -x)")
+    deb_dir = os.path.join(cache_dir, "download")
+    debs = apt.download_retrying([f"{p}={v}" for p, v in versions], deb_dir)
+    tmp = root + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for deb in debs:
+        r = run_cmd(["dpkg", "-x", deb, tmp])
+        if r.returncode != 0:
+            raise GuestError(f"dpkg -x {deb} failed: {r.stderr.strip()[-300:]}")
+    finish_rootfs(tmp)
+    with open(os.path.join(tmp, "PACKAGES"), "w") as f:
+        f.write(spec + "\n")
+    os.replace(tmp, root)
+    shutil.rmtree(deb_dir, ignore_errors=True)
+    for other in cached:  # older package sets: not needed any more
+        shutil.rmtree(os.path.join(cache_dir, other), ignore_errors=True)
+    log(f"rootfs ready in {time.monotonic() - t0:.1f} s: {root}")
+    return root
+
+
 # ------------------------------------------------------------------ cache
 
 class Prepared:
-    def __init__(self, vmlinux, initramfs, package):
-        self.vmlinux, self.initramfs, self.package = vmlinux, initramfs, package
+    def __init__(self, arch, kernel, initramfs, package, rootfs=None):
+        self.arch, self.kernel, self.initramfs, self.package = arch, kernel, initramfs, package
+        self.rootfs = rootfs  # None: the guest's root is the host's /
+
+    @property
+    def vmlinux(self):
+        return self.kernel
 
 
-def prepare(cache):
-    """Returns Prepared(vmlinux, initramfs, package); fetches and builds only what is missing.
-    Raises GuestSkip when qemu cannot run, GuestError when the kernel cannot be had."""
-    check_qemu()
-    cache = os.path.abspath(cache)
-    os.makedirs(cache, exist_ok=True)
-    with open(os.path.join(cache, ".lock"), "w") as lock:
+def prepare_kernel(arch, cache_dir, apt):
+    """cache_dir/PACKAGE/KERNEL_FILE (+ modules), fetched when missing. The package name pins
+    the kernel: when the archive moves on, the next run fetches it. Without apt lists (or
+    offline), an already cached kernel is used as it is."""
+    try:
+        package = arch.kernel_package(apt)
+    except GuestError:
+        package = None
+    if not package:
+        cached = sorted(e for e in os.listdir(cache_dir) if e.startswith("linux-image-"))
+        if not cached:
+            raise GuestError(f"apt does not know the {arch.name} kernel package (run apt-get "
+                             "update; Debian's main archive must be in sources)")
+        package = cached[-1]
+    kdir = os.path.join(cache_dir, package)
+    kernel = os.path.join(kdir, arch.kernel_file)
+    if not os.path.exists(kernel):
+        t0 = time.monotonic()
+        log(f"fetching {package} (apt-get download; not installed)")
+        deb_dir = os.path.join(cache_dir, "download")
+        deb = apt.download_retrying([package], deb_dir)[0]
+        shutil.rmtree(os.path.join(kdir, "modules"), ignore_errors=True)
+        extract_kernel(arch, deb, kdir)
+        shutil.rmtree(deb_dir, ignore_errors=True)
+        for other in os.listdir(cache_dir):  # older kernels: not needed any more
+            if other.startswith("linux-image-") and other != package:
+                shutil.rmtree(os.path.join(cache_dir, other), ignore_errors=True)
+        log(f"kernel ready in {time.monotonic() - t0:.1f} s: {kernel}")
+    return package, kdir, kernel
+
+
+def arch_cache(cache, arch):
+    d = os.path.join(os.path.abspath(cache), arch.subdir)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def prepare(cache, arch=X86_64):
+    """Returns Prepared(arch, kernel, initramfs, package, rootfs); fetches and builds only what
+    is missing. Raises GuestSkip when qemu cannot run, GuestError when the kernel cannot be had."""
+    arch = arch_of(arch)
+    check_qemu(arch)
+    cache_dir = arch_cache(cache, arch)
+    with open(os.path.join(cache_dir, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        # The package name pins the kernel: when the archive moves on, the next run fetches it.
-        # Without apt lists (or offline), an already cached kernel is used as it is.
-        try:
-            package = kernel_package_name()
-        except GuestError:
-            cached = sorted(e for e in os.listdir(cache) if e.startswith("linux-image-"))
-            if not cached:
-                raise
-            package = cached[-1]
-        kdir = os.path.join(cache, package)
-        vmlinux = os.path.join(kdir, "vmlinux")
-        if not os.path.exists(vmlinux):
-            t0 = time.monotonic()
-            log(f"fetching {package} (apt-get download; not installed)")
-            deb_dir = os.path.join(cache, "download")
-            try:
-                deb = download_package(package, deb_dir)
-            except GuestError:
-                if os.geteuid() != 0:
-                    raise
-                log("apt-get download failed; running apt-get update once and retrying")
-                run_cmd(["apt-get", "update", "-qq"], timeout=600)
-                deb = download_package(package, deb_dir)
-            shutil.rmtree(os.path.join(kdir, "modules"), ignore_errors=True)
-            extract_kernel(deb, kdir)
-            shutil.rmtree(deb_dir, ignore_errors=True)
-            for other in os.listdir(cache):  # older kernels: not needed any more
-                if other.startswith("linux-image-") and other != package:
-                    shutil.rmtree(os.path.join(cache, other), ignore_errors=True)
-            log(f"kernel ready in {time.monotonic() - t0:.1f} s: {vmlinux}")
-        for entry in os.listdir(cache):  # results dirs of runs killed hours ago
-            path = os.path.join(cache, entry)
+        apt = arch.apt(cache_dir)
+        package, kdir, kernel = prepare_kernel(arch, cache_dir, apt)
+        rootfs = prepare_rootfs(arch, cache_dir, apt) if arch.rootfs_packages else None
+        for entry in os.listdir(cache_dir):  # results dirs of runs killed hours ago
+            path = os.path.join(cache_dir, entry)
             if entry.startswith("run-") and time.time() - os.path.getmtime(path) > 6 * 3600:
                 shutil.rmtree(path, ignore_errors=True)
-        # Named by what it holds: a changed /init (or module list) builds a new one.
-        digest = hashlib.sha256((init_script() + " ".join(MODULES)).encode()).hexdigest()[:12]
+        # Named by what it holds: a changed /init, module list or busybox builds a new one.
+        busybox = find_busybox(arch, cache_dir, rootfs)
+        with open(busybox, "rb") as f:
+            bb_digest = hashlib.sha256(f.read()).hexdigest()
+        digest = hashlib.sha256((init_script(arch) + " ".join(arch.modules) + bb_digest)
+                                .encode()).hexdigest()[:12]
         initramfs = os.path.join(kdir, f"initramfs-{digest}.cpio")
         if not os.path.exists(initramfs):
-            build_initramfs(kdir, find_busybox(cache), initramfs)
-        return Prepared(vmlinux, initramfs, package)
+            build_initramfs(arch, kdir, busybox, initramfs)
+        return Prepared(arch, kernel, initramfs, package, rootfs)
+
+
+# ------------------------------------------------------------------ cross build
+
+CROSS_TOOLCHAIN = "cmake/aarch64-linux-gnu.cmake"
+
+
+def cross_build(source, build, targets=("pmcprof",), build_type="RelWithDebInfo"):
+    """Cross-builds TARGETS for arm64 from the source tree into BUILD (incremental: a second
+    call rebuilds only what changed). Raises GuestSkip when the cross compiler is missing."""
+    gxx = "aarch64-linux-gnu-g++"
+    if not shutil.which(gxx):
+        raise GuestSkip(f"{gxx} is not installed (scripts/install-deps.sh installs "
+                        "g++-aarch64-linux-gnu and the :arm64 -dev packages)")
+    source, build = os.path.abspath(source), os.path.abspath(build)
+    t0 = time.monotonic()
+    # Configured once; `cmake --build` re-runs the configuration when a CMakeLists.txt changed.
+    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+        r = run_cmd(["cmake", "-S", source, "-B", build,
+                     f"-DCMAKE_TOOLCHAIN_FILE={os.path.join(source, CROSS_TOOLCHAIN)}",
+                     f"-DCMAKE_BUILD_TYPE={build_type}", "-DPMCPROF_BUILD_TESTS=ON"], timeout=600)
+        if r.returncode != 0:
+            shutil.rmtree(build, ignore_errors=True)
+            raise GuestError(f"configuring the arm64 cross build in {build} failed:\n"
+                             f"{(r.stdout + r.stderr).strip()[-2000:]}")
+    r = run_cmd(["cmake", "--build", build, "-j2", "--target", *targets], timeout=1800)
+    if r.returncode != 0:
+        raise GuestError(f"the arm64 cross build failed:\n{(r.stdout + r.stderr).strip()[-3000:]}")
+    log(f"arm64 cross build ({' '.join(targets)}) up to date in {time.monotonic() - t0:.1f} s")
+    return build
 
 
 # ------------------------------------------------------------------ boot
@@ -415,35 +775,60 @@ def die_with_parent():
         pass
 
 
-def run_in_guest(cache, argv, timeout=120, cpus=2, memory_mb=2048, env=None, echo=False):
-    """Boots the guest, runs argv (paths as on the host) as root in the chroot; GuestResult.
-    Raises GuestSkip/GuestError when the guest cannot be prepared or qemu fails to start."""
-    prep = prepare(cache)
-    qemu = qemu_path()
-    rundir = tempfile.mkdtemp(prefix="run-", dir=os.path.abspath(cache))
+def read_files(top):
+    files = {}
+    for dirpath, _, names in os.walk(top):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            with open(p, "rb") as f:
+                files[os.path.relpath(p, top)] = f.read()
+    return files
+
+
+def qemu_command(prep, qemu, rundir, cpus, memory_mb):
+    arch = prep.arch
+    # Single-threaded TCG: multi-threaded TCG was seen to stall a vCPU for minutes (guest
+    # "soft lockup" in code that waits on the other CPU); one host thread runs every vCPU.
+    cmd = [qemu, "-accel", "tcg,thread=single", *arch.machine,
+           "-smp", str(cpus), "-m", str(memory_mb), "-nodefaults", "-no-reboot", "-display", "none",
+           "-serial", "stdio", "-monitor", "none", "-nic", "none",
+           "-kernel", prep.kernel, "-initrd", prep.initramfs,
+           "-append", f"console={arch.console} quiet loglevel=4 panic=-1 rdinit=/init nokaslr "
+                      f"{arch.append}".strip(),
+           "-virtfs", f"local,path={prep.rootfs or '/'},mount_tag={ROOT_TAG},"
+                      "security_model=none,readonly=on,multidevs=remap",
+           "-virtfs", f"local,path={rundir},mount_tag={RESULTS_TAG},security_model=none"]
+    if prep.rootfs:
+        cmd += ["-virtfs", f"local,path=/,mount_tag={HOSTFS_TAG},security_model=none,"
+                           "readonly=on,multidevs=remap"]
+    return cmd
+
+
+def run_in_guest(cache, argv, timeout=120, cpus=None, memory_mb=2048, env=None, echo=False,
+                 arch=X86_64):
+    """Boots the guest, runs argv (paths as in the guest: arch.guest_path()) as root in the
+    chroot; GuestResult. Raises GuestSkip/GuestError when the guest cannot be prepared or qemu
+    fails to start."""
+    arch = arch_of(arch)
+    cpus = cpus or arch.default_cpus
+    if arch.max_cpus and cpus > arch.max_cpus:
+        raise GuestError(f"the {arch.name} guest runs {arch.max_cpus} vCPU(s) at most")
+    prep = prepare(cache, arch)
+    qemu = qemu_path(arch)
+    rundir = tempfile.mkdtemp(prefix="run-", dir=arch_cache(cache, arch))
     os.chmod(rundir, 0o755)
     try:
         # The host's /tmp stays visible (read-only) in the guest: the checkout or build under
         # test may live there (CI clones anywhere). Scratch space is a tmpfs at /run/tmp.
         lines = ["cd /run/tmp", "export TMPDIR=/run/tmp",
-                 "export HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1",
-                 "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+                 f"export HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PMCPROF_GUEST_OUT={GUEST_OUT}",
+                 "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/run/bin"]
         lines += [f"export {k}={shlex.quote(v)}" for k, v in (env or {}).items()]
         lines.append(f"exec {shlex.join(argv)}")
         with open(os.path.join(rundir, "cmd.sh"), "w") as f:
             f.write("\n".join(lines) + "\n")
         console_path = os.path.join(rundir, "console.log")
-        # Single-threaded TCG: multi-threaded TCG was seen to stall a vCPU for minutes (guest
-        # "soft lockup" in code that waits on the other CPU); one host thread runs both vCPUs.
-        cmd = [qemu, "-accel", "tcg,thread=single", "-machine", "q35", "-cpu", "max",
-               "-smp", str(cpus), "-m", str(memory_mb), "-nodefaults", "-no-reboot", "-display", "none",
-               "-serial", "stdio", "-monitor", "none", "-nic", "none",
-               "-kernel", prep.vmlinux, "-initrd", prep.initramfs,
-               "-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init "
-                          "nokaslr mitigations=off no_timer_check",
-               "-virtfs", f"local,path=/,mount_tag={HOST_TAG},security_model=none,readonly=on,"
-                          "multidevs=remap",
-               "-virtfs", f"local,path={rundir},mount_tag={RESULTS_TAG},security_model=none"]
+        cmd = qemu_command(prep, qemu, rundir, cpus, memory_mb)
         t0 = time.monotonic()
         timed_out = False
         with open(console_path, "wb") as console:
@@ -479,9 +864,41 @@ def run_in_guest(cache, argv, timeout=120, cpus=2, memory_mb=2048, env=None, ech
             # qemu refused to start (bad option, no memory, ...): nothing ran in a guest.
             raise GuestSkip(f"{qemu} exited with {proc.returncode} at once: "
                             f"{console_text.strip()[-500:]}")
-        return GuestResult(status, output, console_text, boot_s, timed_out)
+        files = read_files(os.path.join(rundir, "out"))
+        return GuestResult(status, output, console_text, boot_s, timed_out, files)
     finally:
         shutil.rmtree(rundir, ignore_errors=True)
+
+
+def run_test_boot(cache, argv, timeout, arch=X86_64, cpus=None):
+    """run_in_guest() for a test: the emulator itself sometimes stalls a vCPU (the guest kernel
+    then reports "soft lockup" long before anything of the test runs slowly on a real machine).
+    Such a boot gets one more try, shown in the log; any other failure, or a second stall, is
+    the caller's to report. TIMEOUT is split between the attempts."""
+    attempts = 2
+    per_attempt = timeout / attempts
+    for attempt in range(1, attempts + 1):
+        res = run_in_guest(cache, argv, timeout=per_attempt, cpus=cpus, arch=arch)
+        stalled = res.status is None and ("soft lockup" in res.console or
+                                          "blocked for more than" in res.console)
+        if not stalled or attempt == attempts:
+            return res
+        print(f"guest attempt {attempt}: the emulator stalled (soft lockup) and the run timed "
+              f"out after {per_attempt:.0f} s; console tail:\n{res.console[-1500:]}\nretrying once",
+              flush=True)
+
+
+def host_test(body):
+    """Runs a guest test's host side: GuestSkip is a skip (exit 77, the reason printed),
+    GuestError a failure (exit 1); else body()'s exit status."""
+    try:
+        return body()
+    except GuestSkip as e:
+        print(f"skipped: {e}", flush=True)
+        return EXIT_SKIP
+    except GuestError as e:
+        print(f"FAIL: {e}", flush=True)
+        return 1
 
 
 def describe_failure(result, timeout):
@@ -493,24 +910,39 @@ def describe_failure(result, timeout):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", required=True, help="cache directory, e.g. build/guest-cache")
+    ap.add_argument("--arch", default="x86_64", choices=sorted(ARCHES),
+                    help="guest architecture (default x86_64)")
+    ap.add_argument("--cache", help="cache directory, e.g. build/guest-cache")
     sub = ap.add_subparsers(dest="what", required=True)
     sub.add_parser("prepare")
     r = sub.add_parser("run")
     r.add_argument("--timeout", type=float, default=120)
-    r.add_argument("--cpus", type=int, default=2)
+    r.add_argument("--cpus", type=int, default=None)
     r.add_argument("--console", action="store_true", help="print the whole console to stderr")
     r.add_argument("argv", nargs=argparse.REMAINDER)
+    b = sub.add_parser("cross-build", help="arm64: cross-build pmcprof (and TARGETs)")
+    b.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."))
+    b.add_argument("--build", required=True, help="build directory, e.g. build/arm64")
+    b.add_argument("targets", nargs="*", default=["pmcprof"])
     a = ap.parse_args()
+    arch = arch_of(a.arch)
     try:
+        if a.what == "cross-build":
+            print(cross_build(a.source, a.build, a.targets))
+            return 0
+        if not a.cache:
+            ap.error("--cache DIR is required")
         if a.what == "prepare":
-            p = prepare(a.cache)
-            print(f"package {p.package}\nvmlinux {p.vmlinux}\ninitramfs {p.initramfs}")
+            p = prepare(a.cache, arch)
+            print(f"package {p.package}\nkernel {p.kernel}\ninitramfs {p.initramfs}")
+            if p.rootfs:
+                print(f"rootfs {p.rootfs} (the host's / is at /host in it)")
             return 0
         argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
         if not argv:
             ap.error("run needs a command")
-        res = run_in_guest(a.cache, argv, timeout=a.timeout, cpus=a.cpus, echo=a.console)
+        res = run_in_guest(a.cache, argv, timeout=a.timeout, cpus=a.cpus, echo=a.console,
+                           arch=arch)
     except GuestSkip as e:
         print(f"skipped: {e}", flush=True)
         return EXIT_SKIP

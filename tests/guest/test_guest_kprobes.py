@@ -45,6 +45,8 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import guest  # noqa: E402  (also in the guest: it runs this file from the host's tree)
 EXIT_SKIP = 77
 N_SEND = 200
 RECV_MSGS, RECV_DELAY_MS = 4, 300
@@ -81,8 +83,6 @@ def build_tcp_pair(cache):
 
 
 def host_main(args):
-    sys.path.insert(0, HERE)
-    import guest
     t0 = time.monotonic()
     pmcprof = os.path.abspath(args.pmcprof)
     if not os.access(pmcprof, os.X_OK):
@@ -92,36 +92,13 @@ def host_main(args):
     try:
         prep = guest.prepare(cache)
         tcp_pair = build_tcp_pair(cache)
-    except guest.GuestSkip as e:
-        log(f"skipped: {e}")
-        return EXIT_SKIP
-    except (guest.GuestError, RuntimeError) as e:
-        log(f"FAIL: cannot prepare the guest: {e}")
-        return 1
+    except RuntimeError as e:
+        raise guest.GuestError(f"cannot prepare the guest: {e}")
     t_prep = time.monotonic() - t0
     log(f"guest kernel {prep.package} ({prep.vmlinux}); prepared in {t_prep:.1f} s")
     argv = ["/usr/bin/python3", os.path.abspath(__file__), "--in-guest", "--pmcprof", pmcprof,
             "--tcp-pair", tcp_pair]
-    # The emulator itself sometimes stalls a vCPU (the guest kernel then reports "soft lockup"
-    # long before anything of the test runs slowly on a real machine). Such a boot gets one
-    # more try, shown in the log; any other failure, or a second stall, fails the test.
-    attempts = 2
-    per_attempt = args.timeout / attempts
-    for attempt in range(1, attempts + 1):
-        try:
-            res = guest.run_in_guest(cache, argv, timeout=per_attempt, cpus=2)
-        except guest.GuestSkip as e:
-            log(f"skipped: {e}")
-            return EXIT_SKIP
-        except guest.GuestError as e:
-            log(f"FAIL: {e}")
-            return 1
-        stalled = res.status is None and ("soft lockup" in res.console or
-                                          "blocked for more than" in res.console)
-        if not stalled or attempt == attempts:
-            break
-        log(f"guest attempt {attempt}: the emulator stalled (soft lockup) and the run timed out "
-            f"after {per_attempt:.0f} s; console tail:\n{res.console[-1500:]}\nretrying once")
+    res = guest.run_test_boot(cache, argv, args.timeout, cpus=2)
     sys.stdout.write(res.output)
     log(f"guest: qemu ran {res.boot_s:.1f} s (boot + tests + power-off); "
         f"whole test {time.monotonic() - t0:.1f} s")
@@ -133,24 +110,7 @@ def host_main(args):
 
 # ====================================================================== guest side
 
-class Failures:
-    def __init__(self):
-        self.checks = 0
-        self.failed = []
-        self.lock = threading.Lock()
-
-    def check(self, ok, what, detail=""):
-        with self.lock:
-            self.checks += 1
-            if ok:
-                log(f"  ok: {what}")
-            else:
-                self.failed.append(what)
-                log(f"  FAIL: {what}" + (f": {detail}" if detail else ""))
-        return ok
-
-
-F = Failures()
+F = guest.Checks()
 ARGS = None
 RUNS = []  # every pmcprof this test started: none may outlive its phase
 
@@ -643,11 +603,7 @@ def guest_main(args):
                 reap_all()
                 check_no_leftovers(f"the failed {ph.__name__}")
             RUNS.clear()
-    log(f"\nguest suite: {F.checks - len(F.failed)} checks passed, {len(F.failed)} failed, "
-        f"{time.monotonic() - t0:.1f} s in the emulator")
-    for f in F.failed:
-        log(f"  failed: {f}")
-    return 1 if F.failed else 0
+    return F.summary("guest suite", f"{time.monotonic() - t0:.1f} s in the emulator")
 
 
 def main():
@@ -664,7 +620,7 @@ def main():
         return guest_main(args)
     if not args.cache:
         ap.error("--cache DIR is required")
-    return host_main(args)
+    return guest.host_test(lambda: host_main(args))
 
 
 if __name__ == "__main__":

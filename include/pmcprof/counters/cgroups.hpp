@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -41,6 +42,18 @@ std::vector<Cgroup> expand_for_each_cgroup(const std::string& spec, const std::s
 
 // Every cgroup directory below `root_abs` (recursively, not `root_abs` itself), sorted.
 std::vector<std::string> list_cgroup_dirs(const std::string& root_abs);
+
+// How per-cgroup counts are taken: perf_event_open per (cgroup, CPU, event), or per-CPU
+// counters read in BPF at every context switch and charged to cgroups.
+enum class CgroupBackend { automatic, fd, bpf };
+const char* to_string(CgroupBackend b);  // "auto", "fd", "bpf"
+// More cgroups than this and the automatic choice is the BPF backend: the fd backend needs
+// cgroups x CPUs x events descriptors, the BPF backend CPUs x events.
+// The fd backend is also left when it would need more descriptors than this.
+inline constexpr std::size_t kCgroupBpfThreshold = 16;
+inline constexpr std::size_t kCgroupFdBudget = 1024;
+CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups,
+                                     std::size_t fd_backend_fds);
 
 // Cgroup ids to paths, for reports: walks the v2 tree, and remembers ids whose cgroup has
 // gone under their last known path.

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "pmcprof/counters/cgroups.hpp"
+
 namespace pmcprof {
 
 inline constexpr const char* kJsonSchema = "pmcprof/1";
@@ -47,7 +49,7 @@ struct CountingReport {
   std::uint64_t timestamp_unix_ns = 0;  // wall clock when this report's counts were read
   bool interrupted = false;             // stopped by SIGINT/SIGTERM
   std::optional<int> exit_status;       // the workload's exit status, when there is one
-  std::string cgroup_backend;           // "fd" or "bpf" when counting per cgroup
+  std::optional<CgroupBackend> cgroup_backend;  // fd or bpf when counting per cgroup
   std::vector<CounterRow> counters;
 };
 

@@ -16,19 +16,6 @@
 
 namespace pmcprof {
 
-// How per-cgroup counts are taken: perf_event_open per (cgroup, CPU, event), or per-CPU
-// counters read in BPF at every context switch and charged to cgroups.
-enum class CgroupBackend { automatic, fd, bpf };
-CgroupBackend parse_cgroup_backend(const std::string& text);
-const char* to_string(CgroupBackend b);
-// More cgroups than this and the automatic choice is the BPF backend: the fd backend needs
-// cgroups x CPUs x events descriptors, the BPF backend CPUs x events.
-// The fd backend is also left when it would need more descriptors than this.
-inline constexpr std::size_t kCgroupBpfThreshold = 16;
-inline constexpr std::size_t kCgroupFdBudget = 1024;
-CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgroups,
-                                     std::size_t fd_backend_fds);
-
 // What a counting run counts and for how long.
 struct CountingPlan {
   std::vector<ResolvedGroup> groups;
@@ -45,8 +32,9 @@ struct CountingPlan {
   CgroupBackend cgroup_backend = CgroupBackend::automatic;
   bool verbose = false;
   bool quiet = false;
-  // For `serve`: more fds for the run loop, and a callback given a function that returns the
-  // counts so far once counting is live (and an empty function when it stops).
+  // For `serve` (kept while serve moves to Session::live()): more fds for the run loop, and a
+  // callback given a function that returns the counts so far once counting is live (and an
+  // empty function when it stops).
   std::vector<RunLoopOptions::Reader> readers;
   std::function<void(std::function<CountingReport()>)> on_live;
 };
@@ -56,8 +44,8 @@ struct CountingOutcome {
   int exit_code = 0;  // the workload's status, 128+signal, or 0
 };
 
-// Opens the counters, runs the workload (if any) and the run loop, and returns the final
-// report. Interval reports (-I) go to `intervals` as they are read.
+// One counting run: the Run (workload, signals, loop) driving the counting session the plan
+// asks for (see counting_session.hpp). Interval reports (-I) go to `intervals` as they are read.
 CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals);
 
 // perf's wording of what was counted: "system wide", "CPU(s) 0-1", "'sleep 1'", ...

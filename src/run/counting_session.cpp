@@ -1,0 +1,161 @@
+#include "pmcprof/run/counting_session.hpp"
+
+#include <iostream>
+
+#include "pmcprof/platform/system.hpp"
+#include "pmcprof/report/aggregate.hpp"
+#include "pmcprof/run/cgroup_session.hpp"
+#include "pmcprof/util/error.hpp"
+
+namespace pmcprof {
+
+namespace {
+
+CounterTarget make_target(const CountingPlan& plan, const Workload* workload) {
+  if (plan.system_wide) return CounterTarget::system_wide(plan.cpus);
+  if (workload) return CounterTarget::tasks({workload->pid()}, /*inherit=*/true, true);
+  if (plan.pid) {
+    auto tids = process_threads(*plan.pid);
+    if (tids.empty())
+      throw UserError("no process with PID " + std::to_string(*plan.pid),
+                      "check the PID with ps; it may have exited");
+    return CounterTarget::tasks(tids, /*inherit=*/true, false);
+  }
+  if (plan.tid) {
+    if (!process_exists(*plan.tid))
+      throw UserError("no thread with TID " + std::to_string(*plan.tid),
+                      "check the TID with ps -L; it may have exited");
+    return CounterTarget::tasks({*plan.tid}, /*inherit=*/false, false);
+  }
+  throw UserError("nothing to count", "give -a, -C, -p, -t or a command after --");
+}
+
+}  // namespace
+
+std::vector<EventSeries> series_of(const CounterSet& set,
+                                   const std::vector<std::vector<RawCount>>& counts, bool summed) {
+  std::vector<EventSeries> out;
+  const CounterTarget& t = set.target();
+  for (std::size_t e = 0; e < set.event_count(); ++e) {
+    EventSeries s;
+    s.event = set.event(e).display_name();
+    s.kind = {set.event(e).attr.type, set.event(e).attr.config};
+    s.unit = set.event(e).unit;
+    s.supported = set.supported(e);
+    if (summed) {
+      s.instance_ids.push_back(-1);
+    } else {
+      for (std::size_t i = 0; i < t.instance_count(); ++i)
+        s.instance_ids.push_back(t.instance_id(i));
+    }
+    s.counts = counts[e];
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Snapshot subtract(const Snapshot& now, const Snapshot& before) {
+  Snapshot out = now;
+  for (std::size_t g = 0; g < now.size(); ++g)
+    for (std::size_t e = 0; e < now[g].size(); ++e)
+      for (std::size_t i = 0; i < now[g][e].size(); ++i)
+        out[g][e][i] = delta(now[g][e][i], before[g][e][i]);
+  return out;
+}
+
+// ---- what every counting session shares ----
+
+CountingSessionBase::CountingSessionBase(const CountingPlan& plan, ReportRenderer* intervals)
+    : plan_(plan), intervals_(intervals) {
+  base_.target = describe_target(plan);
+}
+
+void CountingSessionBase::start() {
+  if (plan_.verbose && !plan_.quiet)
+    std::cerr << "pmcprof: counting " << base_.target << ": " << plan_.groups.size()
+              << " event group(s)" << verbose_detail() << "\n";
+  enable();
+  start_ns_ = previous_ns_ = monotonic_ns();
+  // Counters are fresh: every interval is measured from zero, not from a first read (which
+  // would miss what a workload did between its exec and that read).
+  previous_ = read();
+  for (auto& scope : previous_)
+    for (auto& event : scope)
+      for (auto& c : event) c = RawCount{};
+}
+
+CountingReport CountingSessionBase::report_of(const Snapshot& counts,
+                                              std::uint64_t elapsed_ns) const {
+  CountingReport r = base_;
+  r.elapsed_ns = elapsed_ns;
+  r.timestamp_unix_ns = realtime_ns();
+  r.counters = rows(counts);
+  return r;
+}
+
+void CountingSessionBase::interval() {
+  Snapshot now = read();
+  const std::uint64_t now_ns = monotonic_ns();
+  CountingReport r = report_of(subtract(now, previous_), now_ns - previous_ns_);
+  r.interval_s = static_cast<double>(now_ns - start_ns_) / 1e9;
+  mark_removed(r.counters);
+  if (intervals_) intervals_->interval(r);
+  previous_ = std::move(now);
+  previous_ns_ = now_ns;
+}
+
+LiveReport CountingSessionBase::live() {
+  return report_of(read(), monotonic_ns() - start_ns_);
+}
+
+void CountingSessionBase::stop() {
+  disable();
+}
+
+void CountingSessionBase::finish(const RunEnd& end) {
+  // The stretch since the last tick is an interval too, read like the total (after the
+  // workload is reaped, when its counts are final): the intervals then add up to the total.
+  if (plan_.interval_ms) interval();
+  final_ = report_of(read(), end.end_ns - end.start_ns);
+  final_.interrupted = end.interrupted();
+  final_.exit_status = end.exit_status;
+  mark_removed(final_.counters);
+}
+
+// ---- counters on tasks or CPUs ----
+
+CountingSession::CountingSession(const CountingPlan& plan, const Workload* workload,
+                                 ReportRenderer* intervals)
+    : CountingSessionBase(plan, intervals),
+      set_(CounterSet::open(plan.groups, make_target(plan, workload))),
+      enabled_at_exec_(workload && !plan.system_wide) {}
+
+void CountingSession::enable() {
+  if (!enabled_at_exec_) set_.enable();
+}
+
+void CountingSession::disable() {
+  if (!enabled_at_exec_) set_.disable();
+}
+
+Snapshot CountingSession::read() {
+  return {set_.read()};
+}
+
+std::vector<CounterRow> CountingSession::rows(const Snapshot& snap) const {
+  return aggregate_rows(series_of(set_, snap.at(0), false), plan_.per_cpu);
+}
+
+std::unique_ptr<CountingSessionBase> open_counting_session(const CountingPlan& plan,
+                                                           const Workload* workload,
+                                                           ReportRenderer* intervals) {
+  if (plan.cgroups.empty()) return std::make_unique<CountingSession>(plan, workload, intervals);
+  std::size_t n_events = 0;
+  for (const auto& g : plan.groups) n_events += g.events.size();
+  const CgroupBackend backend = resolve_cgroup_backend(
+      plan.cgroup_backend, plan.cgroups.size(), plan.cgroups.size() * plan.cpus.size() * n_events);
+  if (backend == CgroupBackend::bpf) return std::make_unique<CgroupBpfSession>(plan, intervals);
+  return std::make_unique<CgroupFdSession>(plan, intervals);
+}
+
+}  // namespace pmcprof
