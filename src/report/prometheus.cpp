@@ -58,13 +58,10 @@ class Exposition {
       m.help = help;
       order_.push_back(name);
     }
-    // Cumulative counts at le = 2^k: buckets are 4 per power of two, so every 4th boundary.
-    std::uint64_t cumulative = 0;
-    std::uint32_t b = 0;
+    // Cumulative counts at le = 2^k: powers of two are bucket boundaries, so these are exact.
     for (int k = 0; k <= 40; ++k) {
       const std::uint64_t bound = std::uint64_t{1} << k;
-      while (b < Histogram::kBuckets && Histogram::bucket_upper(b) <= bound)
-        cumulative += h.bucket_count(b++);
+      const std::uint64_t cumulative = h.count_below(bound);
       Labels l = labels;
       l.emplace_back("le", fmt(static_cast<double>(bound) * unit));
       m.samples.push_back(name + "_bucket" + label_text(l) + " " +
@@ -127,6 +124,21 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
   x.add("pmcprof_lost_records_total", "counter",
         "Per-call records the stream lost (totals are then lower bounds).", {},
         static_cast<double>(r.lost));
+  for (const auto& b : r.probe_bias) {
+    if (!b.calibrated) continue;
+    auto bias = [&](const std::string& quantity, double value, double unit) {
+      x.add("pmcprof_probe_bias_per_call", "gauge",
+            "What one probe pair adds to each call (seconds for clocks), measured on a function "
+            "that does nothing.",
+            {{"backend", b.backend}, {"quantity", quantity},
+             {"subtracted", b.subtracted ? "true" : "false"}},
+            value * unit);
+    };
+    bias("wall", b.wall_ns, 1e-9);
+    bias("oncpu", b.oncpu_ns, 1e-9);
+    for (const auto& e : b.events)
+      if (e.per_call) bias(e.event, *e.per_call, e.unit == "ns" ? 1e-9 : 1);
+  }
   for (const auto& f : r.functions) {
     Labels fl{{"function", f.function}};
     if (!f.by_value.empty() && !r.by.empty()) fl.emplace_back(r.by, f.by_value);
@@ -141,6 +153,16 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
           static_cast<double>(f.not_counted));
     x.add("pmcprof_function_lost_records_total", "counter",
           "Records of this function the stream dropped.", fl, static_cast<double>(f.lost));
+    const std::pair<const char*, std::uint64_t> unmeasured[] = {
+        {"too_deep", f.depth_overflow},   {"unmatched_return", f.unmatched_exits},
+        {"abandoned", f.abandoned},       {"reentered", f.reentered},
+        {"no_thread_state", f.state_failed}, {"not_aggregated", f.not_aggregated}};
+    for (const auto& [reason, n] : unmeasured) {
+      Labels rl = fl;
+      rl.emplace_back("reason", reason);
+      x.add("pmcprof_function_unmeasured_calls_total", "counter",
+            "Calls seen but not measured or not summed, by reason.", rl, static_cast<double>(n));
+    }
     x.histogram("pmcprof_function_wall_seconds", "Wall time per call.", fl, f.wall_histogram,
                 f.wall.total, 1e-9);
     x.histogram("pmcprof_function_oncpu_seconds", "On-CPU time per call.", fl, f.oncpu_histogram,
@@ -149,16 +171,25 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
       if (e.per_call.status == CounterStatus::not_supported) continue;
       Labels el = fl;
       el.emplace_back("event", e.event);
+      x.add("pmcprof_function_event_measured_calls_total", "counter",
+            "Calls the event ran through (measured exactly); fewer than calls when multiplexed.",
+            el, static_cast<double>(e.per_call.measured));
+      x.add("pmcprof_function_event_estimated", "gauge",
+            "1 when the event's total is scaled from the calls it measured to all calls.", el,
+            e.per_call.estimated ? 1 : 0);
+      // The histogram holds the measured calls: its _sum is theirs, not the scaled total.
+      const double measured_sum =
+          e.per_call.percentiles ? e.per_call.mean * static_cast<double>(e.per_call.measured) : 0;
       if (e.unit == "ns") {
         x.add("pmcprof_function_event_seconds_total", "counter",
               "Clock events summed over counted calls, in seconds.", el, e.per_call.total / 1e9);
         x.histogram("pmcprof_function_event_seconds_per_call", "Clock event per call.", el,
-                    e.histogram, e.per_call.total, 1e-9);
+                    e.histogram, measured_sum, 1e-9);
       } else {
         x.add("pmcprof_function_event_total", "counter", "Events summed over counted calls.", el,
               e.per_call.total);
         x.histogram("pmcprof_function_event_per_call", "Events per call.", el, e.histogram,
-                    e.per_call.total, 1);
+                    measured_sum, 1);
       }
     }
   }

@@ -1,4 +1,5 @@
 // Function-mode renderers: one model (FunctionReport), text / CSV / JSON.
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -135,7 +136,8 @@ ojson dist_json(const Distribution& d) {
   ojson j;
   const bool ok = d.status == CounterStatus::ok;
   j["status"] = to_string(d.status);
-  j["total"] = ok ? number(d.total) : ojson(nullptr);
+  // An estimated total (scaled to all calls) is a count all the same: rounded.
+  j["total"] = ok ? number(d.estimated ? std::round(d.total) : d.total) : ojson(nullptr);
   // No calls: the total is 0, per-call figures do not exist.
   const bool per_call = ok && !d.no_calls;
   j["mean"] = per_call ? ojson(d.mean) : ojson(nullptr);
@@ -240,9 +242,13 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     out << f.function << sep << f.backend << sep << f.by_value << sep << f.calls << sep
         << f.not_counted << sep << f.lost << sep << name << sep << (unit.empty() ? "" : unit)
         << sep;
-    // Columns after p99: min, max, calls measured, estimated (0/1), aggregation.
+    // Columns after p99: min, max, calls measured, estimated (0/1), aggregation, and the
+    // function's calls seen but not measured or summed (too deep, unmatched, abandoned,
+    // re-entered, without state, not aggregated).
+    const std::uint64_t unmeasured = f.depth_overflow + f.unmatched_exits + f.abandoned +
+                                     f.reentered + f.state_failed + f.not_aggregated;
     const std::string tail = sep + std::to_string(d.measured) + sep + (d.estimated ? "1" : "0") +
-                             sep + r.aggregation + "\n";
+                             sep + r.aggregation + sep + std::to_string(unmeasured) + "\n";
     if (d.status != CounterStatus::ok) {
       out << (d.status == CounterStatus::not_supported ? "<not supported>" : "<not counted>") << sep
           << sep << sep << sep << sep << sep << tail;

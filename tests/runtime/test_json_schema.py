@@ -60,14 +60,16 @@ def schema_errors(doc):
 
 
 def keys_not_snake(doc, where="", inside_events=False):
-    """Keys that are not snake_case, except the event names that key a function's `events`."""
+    """Keys that are not snake_case, except the event names that key `events` objects."""
     bad = []
     if isinstance(doc, dict):
         for k, v in doc.items():
             if not inside_events and not SNAKE.match(k):
                 bad.append(f"{where}/{k}")
-            bad += keys_not_snake(v, f"{where}/{k}", inside_events=(k == "events" and isinstance(v, dict)
-                                                                    and "function" in doc))
+            # Event names key a function's `events` and a probe bias's `events`.
+            keyed_by_event = k == "events" and isinstance(v, dict) and (
+                "function" in doc or "calibrated" in doc)
+            bad += keys_not_snake(v, f"{where}/{k}", inside_events=keyed_by_event)
     elif isinstance(doc, list):
         for i, v in enumerate(doc):
             bad += keys_not_snake(v, f"{where}/{i}")
