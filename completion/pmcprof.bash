@@ -21,9 +21,9 @@ _pmcprof_top_opts="-h --help -V --version"
 
 # stat's flags; the first list takes an argument. serve takes the same plus --listen ADDR:PORT.
 _pmcprof_stat_args="-e --event -C --cpu -p --pid -t --tid -I --interval-print --timeout -r --repeat
-  -x --field-separator -o --output --func --backend --aggregate --by --buffer-pages -G --cgroup
+  -x --field-separator -o --output --func --backend --aggregate --by --buffer-pages --thread-state -G --cgroup
   --for-each-cgroup --cgroup-backend"
-_pmcprof_stat_flags="-h --help -a --all-cpus -A --per-cpu --no-aggr -j --json --no-sched-hook
+_pmcprof_stat_flags="-h --help -a --all-cpus -A --per-cpu --no-aggr -j --json --no-sched-hook --no-compensate
   -v --verbose"
 _pmcprof_list_args=""
 _pmcprof_list_flags="-h --help --all -j --json --names"
@@ -188,6 +188,7 @@ _pmcprof_complete_value() {
     -G | --cgroup | --for-each-cgroup) _pmcprof_complete_cgroups "$cur" ;;
     --backend) _pmcprof_add "" "$cur" <<<$'auto\nfentry\nkprobe' ;;
     --aggregate) _pmcprof_add "" "$cur" <<<$'auto\nkernel\nstream\nboth' ;;
+    --thread-state) _pmcprof_add "" "$cur" <<<$'auto\ntask-storage\nhash' ;;
     --by) _pmcprof_add "" "$cur" <<<$'pid\ncomm\ncpu\ncgroup' ;;
     --cgroup-backend) _pmcprof_add "" "$cur" <<<$'auto\nfd\nbpf' ;;
     --func) _pmcprof_complete_func "$cur" ;;

@@ -39,9 +39,9 @@ struct CheapSyscall {
   const char* name;
   long nr;
 };
-constexpr CheapSyscall kCheapSyscalls[] = {
-    {"getppid", SYS_getppid}, {"getpid", SYS_getpid}, {"gettid", SYS_gettid},
-    {"getuid", SYS_getuid},   {"getgid", SYS_getgid}, {"geteuid", SYS_geteuid}};
+constexpr CheapSyscall kCheapSyscalls[] = {{"getppid", SYS_getppid}, {"getpid", SYS_getpid},
+                                           {"gettid", SYS_gettid},   {"getuid", SYS_getuid},
+                                           {"getgid", SYS_getgid},   {"geteuid", SYS_geteuid}};
 
 const CheapSyscall* free_syscall(const std::vector<std::string>& busy) {
   for (const auto& s : kCheapSyscalls)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -116,8 +117,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   const std::size_t cg_keys = config.n_funcs * config.max_cgroup_keys;
   // The calibration id never reaches the aggregation (its calls go to `calib`).
   create_map(skel->maps.aggs, kernel_agg && !by_cg ? at_least_one(config.n_funcs) : 0);
-  create_map(skel->maps.hists,
-             kernel_agg && !by_cg ? at_least_one(config.n_funcs) * n_hists : 0);
+  create_map(skel->maps.hists, kernel_agg && !by_cg ? at_least_one(config.n_funcs) * n_hists : 0);
   create_map(skel->maps.aggs_by_cgroup, by_cg ? at_least_one(cg_keys) : 0);
   create_map(skel->maps.hists_by_cgroup, by_cg ? at_least_one(cg_keys * n_hists) : 0);
   create_map(skel->maps.zero_hist, by_cg ? 1 : 0);
@@ -254,16 +254,36 @@ std::uint64_t FuncObject::untracked() const {
   return skel_->bss->untracked;
 }
 
-std::vector<std::uint64_t> FuncObject::read_hist(int map_fd, const void* key) const {
-  std::vector<std::uint64_t> out;
+std::vector<std::uint64_t> FuncObject::read_hist(int map_fd, const void* key,
+                                                 std::size_t key_size) {
+  // The kernel's buckets are 32 bits per CPU (memory: 6.6 KiB a histogram); they wrap after
+  // 2^32 calls in one bucket on one CPU. Each read adds what a bucket grew since the last
+  // read, modulo 2^32, to a 64-bit total: exact while a bucket grows by less than 2^32
+  // between reads (the session reads at least once a minute).
+  HistState& st = hist_state_[std::string(static_cast<const char*>(key), key_size)];
+  std::size_t cpu = 0;
   for_each_cpu_value<Hist>(map_fd, key, [&](const Hist& h) {
-    if (out.empty()) out.assign(PMCPROF_HIST_BUCKETS, 0);
-    for (std::size_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b) out[b] += h.bucket[b];
+    if (st.last.size() <= cpu) st.last.resize(cpu + 1);
+    const auto& before = st.last[cpu];
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> now;
+    std::size_t k = 0;
+    for (std::uint32_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b) {
+      while (k < before.size() && before[k].first < b) ++k;
+      const std::uint32_t prev = k < before.size() && before[k].first == b ? before[k].second : 0;
+      const std::uint32_t v = h.bucket[b];
+      if (const std::uint32_t grew = v - prev; grew != 0) {
+        if (st.total.empty()) st.total.assign(PMCPROF_HIST_BUCKETS, 0);
+        st.total[b] += grew;
+      }
+      if (v != 0) now.emplace_back(b, v);
+    }
+    st.last[cpu] = std::move(now);
+    ++cpu;
   });
-  return out;
+  return st.total;
 }
 
-std::vector<KernelAggregate> FuncObject::read_aggregates() const {
+std::vector<KernelAggregate> FuncObject::read_aggregates() {
   std::vector<KernelAggregate> out;
   if (!(config_.agg_mode & PMCPROF_AGG_KERNEL)) return out;
   const std::size_t n_events = events_.size();
@@ -293,7 +313,7 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() const {
       ka.agg = merged(agg_fd, &f);
       ka.hists = read_hists([&](__u32 h) {
         const __u32 key = f * ro->n_hists + h;
-        return read_hist(hist_fd, &key);
+        return read_hist(hist_fd, &key, sizeof(key));
       });
       out.push_back(std::move(ka));
     }
@@ -312,7 +332,7 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() const {
     ka.agg = merged(agg_fd, &key);
     ka.hists = read_hists([&](__u32 h) {
       pmcprof_agg_key hk{key.func_id, h, key.cgroup_id};
-      return read_hist(hist_fd, &hk);
+      return read_hist(hist_fd, &hk, sizeof(hk));
     });
     out.push_back(std::move(ka));
   }
@@ -372,7 +392,8 @@ void FuncObject::set_bias(std::uint32_t func_id, const std::vector<std::uint64_t
 
 std::uint64_t fdinfo_memlock(const std::string& text) {
   for (const auto& line : split(text, '\n'))
-    if (starts_with(line, "memlock:")) return std::stoull(std::string(trim(line.substr(8))));
+    if (starts_with(line, "memlock:"))
+      return std::strtoull(std::string(trim(line.substr(8))).c_str(), nullptr, 10);
   return 0;
 }
 

@@ -13,7 +13,10 @@
 
 namespace pmcprof {
 
-std::string denied_kernel_function(const std::string& name) {
+std::string denied_kernel_function(const std::string& symbol) {
+  // Compiler clones (perf_event_read_local.constprop.0, migrate_enable.isra.0) are the same
+  // code: judged by their base name.
+  const std::string name = symbol.substr(0, symbol.find('.'));
   // What pmcprof's programs call at every entry, exit and context switch, and the machinery
   // that runs them. A kprobe there fires inside pmcprof's own code (counted as re-entered,
   // never measured); the kernel blocks some of these, pmcprof refuses all of them up front.

@@ -130,7 +130,8 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
       x.add("pmcprof_probe_bias_per_call", "gauge",
             "What one probe pair adds to each call (seconds for clocks), measured on a function "
             "that does nothing.",
-            {{"backend", b.backend}, {"quantity", quantity},
+            {{"backend", b.backend},
+             {"quantity", quantity},
              {"subtracted", b.subtracted ? "true" : "false"}},
             value * unit);
     };
@@ -154,8 +155,8 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
     x.add("pmcprof_function_lost_records_total", "counter",
           "Records of this function the stream dropped.", fl, static_cast<double>(f.lost));
     const std::pair<const char*, std::uint64_t> unmeasured[] = {
-        {"too_deep", f.depth_overflow},   {"unmatched_return", f.unmatched_exits},
-        {"abandoned", f.abandoned},       {"reentered", f.reentered},
+        {"too_deep", f.depth_overflow},      {"unmatched_return", f.unmatched_exits},
+        {"abandoned", f.abandoned},          {"reentered", f.reentered},
         {"no_thread_state", f.state_failed}, {"not_aggregated", f.not_aggregated}};
     for (const auto& [reason, n] : unmeasured) {
       Labels rl = fl;
@@ -168,7 +169,8 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
     x.histogram("pmcprof_function_oncpu_seconds", "On-CPU time per call.", fl, f.oncpu_histogram,
                 f.oncpu.total, 1e-9);
     for (const auto& e : f.events) {
-      if (e.per_call.status == CounterStatus::not_supported) continue;
+      // <not supported> and <not counted> have no number: never exported as 0.
+      if (e.per_call.status != CounterStatus::ok) continue;
       Labels el = fl;
       el.emplace_back("event", e.event);
       x.add("pmcprof_function_event_measured_calls_total", "counter",

@@ -54,7 +54,8 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
     out << " " << f.function << "  [" << f.backend << "]";
     if (!f.by_value.empty()) out << "  " << r.by << " " << f.by_value;
     out << "\n";
-    out << "   " << format_grouped(static_cast<double>(f.calls), 0) << " calls, "
+    out << "   " << format_grouped(static_cast<double>(f.calls), 0)
+        << (f.calls == 1 ? " call, " : " calls, ")
         << format_grouped(static_cast<double>(f.not_counted), 0) << " not counted, "
         << format_grouped(static_cast<double>(f.lost), 0) << " lost, "
         << format_grouped(static_cast<double>(f.slept), 0) << " slept, "
@@ -212,7 +213,8 @@ ojson report_json(const FunctionReport& r, const char* type) {
     fj["read_errors"] = f.read_errors;
     if (!f.backend_note.empty()) fj["backend_note"] = f.backend_note;
     fj["wall_ns"] = number(f.wall.total);
-    fj["oncpu_ns"] = number(f.oncpu.total);
+    // All calls disturbed: on-CPU time was not measured, which is not 0.
+    fj["oncpu_ns"] = f.oncpu.status == CounterStatus::ok ? number(f.oncpu.total) : ojson(nullptr);
     fj["wall"] = dist_json(f.wall);
     fj["oncpu"] = dist_json(f.oncpu);
     ojson events = ojson::object();
@@ -348,7 +350,7 @@ std::unique_ptr<FuncReportRenderer> make_func_renderer(const RenderOptions& opts
 
 std::string render_func_text(const FunctionReport& r) {
   std::ostringstream ss;
-  text_final(ss, r);
+  TextFuncRenderer(ss).final(r);
   return ss.str();
 }
 

@@ -1,6 +1,8 @@
 #include "pmcprof/run/function_session.hpp"
 
 #include <signal.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <map>
@@ -131,6 +133,7 @@ struct FunctionSession::State {
   bool live = false;
   std::vector<ProbeBias> biases;
   LinkReaper reaper;  // detaches calibration probes while the run goes on
+  Fd keep_reading;    // kernel aggregation: a read a minute keeps 32-bit buckets exact
 
   State(const FunctionPlan& p, Workload* w, FuncReportRenderer* r)
       : plan(p),
@@ -237,7 +240,7 @@ struct FunctionSession::State {
     return rows;
   }
 
-  KeyedStats kernel_stats() const {
+  KeyedStats kernel_stats() {
     KeyedStats out;
     for (const auto& ka : object.read_aggregates()) {
       FuncKey key{ka.func_id, plan.by == Breakdown::cgroup ? ka.cgroup_id : 0, {}};
@@ -379,6 +382,19 @@ void FunctionSession::start() {
 std::vector<RunLoopOptions::Reader> FunctionSession::readers() {
   std::vector<RunLoopOptions::Reader> out;
   if (st_->stream) out.push_back({st_->stream->epoll_fd(), [this] { st_->stream->drain(); }});
+  if (st_->agg != AggregateChoice::stream) {
+    // The kernel's histogram buckets are 32 bits per CPU: reading them at least once a minute
+    // carries their growth into 64-bit totals before any can wrap.
+    st_->keep_reading.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    itimerspec every{{60, 0}, {60, 0}};
+    if (!st_->keep_reading || timerfd_settime(st_->keep_reading.get(), 0, &every, nullptr) != 0)
+      throw SystemError("timerfd for the histogram reads: " + errno_string(errno));
+    out.push_back({st_->keep_reading.get(), [this] {
+                     std::uint64_t ticks = 0;
+                     if (::read(st_->keep_reading.get(), &ticks, sizeof(ticks)) > 0)
+                       st_->object.read_aggregates();
+                   }});
+  }
   for (const auto& r : st_->plan.readers) out.push_back(r);
   return out;
 }

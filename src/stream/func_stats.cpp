@@ -1,5 +1,6 @@
 #include "pmcprof/stream/func_stats.hpp"
 
+#include <algorithm>
 #include <cstddef>
 
 #include "pmcprof.h"
@@ -25,7 +26,7 @@ void FuncStats::add(const CallRecord& r) {
   // histogram rule as its aggregate(): on-CPU time and events only for counted calls, an
   // event only where it measured the call.
   pmcprof_agg_add(raw(s), reinterpret_cast<const pmcprof_record*>(&r),
-                  static_cast<__u32>(n_events()));
+                  static_cast<__u32>(std::min<std::size_t>(n_events(), r.n_events)));
   wall.add(r.wall_ns);
   if (r.not_counted()) return;
   oncpu.add(r.oncpu_ns);

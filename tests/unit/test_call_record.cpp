@@ -29,6 +29,8 @@ pmcprof_record sample_record() {
   r.oncpu_ns = 1200000;
   r.flags = PMCPROF_REC_SLEPT | PMCPROF_REC_MULTIPLEXED;
   r.n_events = 2;
+  r.measured = 0x1;  // event 0 ran through the call; event 1 only in part
+  r.ran = 0x3;
   std::memcpy(r.comm, "pingpong", 8);
   r.delta[0] = 3000000;
   r.delta[1] = 4500000;
@@ -49,6 +51,16 @@ TEST(CallRecord, LayoutMatchesBpfHeader) {
   EXPECT_EQ(offsetof(pmcprof_record, delta), static_cast<std::size_t>(PMCPROF_RECORD_HEADER_SIZE));
   EXPECT_EQ(offsetof(pmcprof_record, comm) + 16, offsetof(pmcprof_record, delta));
   EXPECT_EQ(sizeof(pmcprof_record), PMCPROF_RECORD_HEADER_SIZE + PMCPROF_MAX_EVENTS * 8u);
+  // CallRecord is a fixed-layout mirror of the C struct: decoding is one copy.
+  EXPECT_EQ(sizeof(CallRecord), sizeof(pmcprof_record));
+  EXPECT_EQ(offsetof(CallRecord, cgroup_id), offsetof(pmcprof_record, cgroup_id));
+  EXPECT_EQ(offsetof(CallRecord, flags), offsetof(pmcprof_record, flags));
+  EXPECT_EQ(offsetof(CallRecord, n_events), offsetof(pmcprof_record, n_events));
+  EXPECT_EQ(offsetof(CallRecord, measured), offsetof(pmcprof_record, measured));
+  EXPECT_EQ(offsetof(CallRecord, ran), offsetof(pmcprof_record, ran));
+  EXPECT_EQ(offsetof(CallRecord, comm), offsetof(pmcprof_record, comm));
+  EXPECT_EQ(offsetof(CallRecord, delta), offsetof(pmcprof_record, delta));
+  EXPECT_EQ(kMaxBpfEvents, static_cast<std::size_t>(PMCPROF_MAX_EVENTS));
 }
 
 TEST(CallRecord, DecodeExactSize) {
@@ -64,10 +76,14 @@ TEST(CallRecord, DecodeExactSize) {
   EXPECT_EQ(rec->wall_ns, 1500000u);
   EXPECT_EQ(rec->oncpu_ns, 1200000u);
   EXPECT_EQ(rec->flags, PMCPROF_REC_SLEPT | PMCPROF_REC_MULTIPLEXED);
-  EXPECT_EQ(rec->comm, "pingpong");
-  ASSERT_EQ(rec->delta.size(), 2u);
+  EXPECT_EQ(rec->command(), "pingpong");
+  EXPECT_EQ(rec->measured, 0x1u);
+  EXPECT_EQ(rec->ran, 0x3u);
+  ASSERT_EQ(rec->n_events, 2u);
   EXPECT_EQ(rec->delta[0], 3000000u);
   EXPECT_EQ(rec->delta[1], 4500000u);
+  // Deltas past n_events are not decoded (not on the wire): zero, not the sender's bytes.
+  for (std::size_t i = 2; i < kMaxBpfEvents; ++i) EXPECT_EQ(rec->delta[i], 0u) << i;
 }
 
 TEST(CallRecord, DecodeFullSizeRecord) {
@@ -76,7 +92,9 @@ TEST(CallRecord, DecodeFullSizeRecord) {
   const auto buf = bytes_of(raw, sizeof(raw));
   const auto rec = decode_call_record(buf.data(), buf.size());
   ASSERT_TRUE(rec);
-  EXPECT_EQ(rec->delta.size(), 2u);
+  EXPECT_EQ(rec->n_events, 2u);
+  EXPECT_EQ(rec->delta[1], 4500000u);
+  EXPECT_EQ(rec->delta[2], 0u);  // 0xdeadbeef was sent past n_events: ignored
 }
 
 TEST(CallRecord, DecodeTrailingPadding) {
@@ -85,8 +103,9 @@ TEST(CallRecord, DecodeTrailingPadding) {
   const auto buf = bytes_of(raw, wire_size(2) + 4);
   const auto rec = decode_call_record(buf.data(), buf.size());
   ASSERT_TRUE(rec);
-  EXPECT_EQ(rec->delta.size(), 2u);
+  EXPECT_EQ(rec->n_events, 2u);
   EXPECT_EQ(rec->delta[1], 4500000u);
+  EXPECT_EQ(rec->delta[2], 0u);
 }
 
 TEST(CallRecord, ZeroEvents) {
@@ -95,7 +114,8 @@ TEST(CallRecord, ZeroEvents) {
   const auto buf = bytes_of(raw, wire_size(0));
   const auto rec = decode_call_record(buf.data(), buf.size());
   ASSERT_TRUE(rec);
-  EXPECT_TRUE(rec->delta.empty());
+  EXPECT_EQ(rec->n_events, 0u);
+  for (std::size_t i = 0; i < kMaxBpfEvents; ++i) EXPECT_EQ(rec->delta[i], 0u) << i;
   EXPECT_EQ(rec->pid, 4242u);
 }
 
@@ -106,7 +126,8 @@ TEST(CallRecord, MaxEvents) {
   const auto buf = bytes_of(raw, wire_size(PMCPROF_MAX_EVENTS));
   const auto rec = decode_call_record(buf.data(), buf.size());
   ASSERT_TRUE(rec);
-  ASSERT_EQ(rec->delta.size(), static_cast<std::size_t>(PMCPROF_MAX_EVENTS));
+  ASSERT_EQ(rec->n_events, static_cast<std::size_t>(PMCPROF_MAX_EVENTS));
+  EXPECT_EQ(rec->delta[0], 100u);
   EXPECT_EQ(rec->delta.back(), 100u + PMCPROF_MAX_EVENTS - 1);
 }
 
@@ -124,7 +145,7 @@ TEST(CallRecord, TooManyEvents) {
   raw.n_events = PMCPROF_MAX_EVENTS + 1;
   const auto buf = bytes_of(raw, sizeof(raw));
   EXPECT_FALSE(decode_call_record(buf.data(), buf.size()));
-  raw.n_events = 0xffffffffu;  // a foreign sample: must not wrap the size check
+  raw.n_events = 0xff;  // a foreign sample (n_events is a u8 on the wire now)
   const auto buf2 = bytes_of(raw, sizeof(raw));
   EXPECT_FALSE(decode_call_record(buf2.data(), buf2.size()));
 }
@@ -144,7 +165,8 @@ TEST(CallRecord, CommFillsAllSixteenBytes) {
   const auto buf = bytes_of(raw, wire_size(2));
   const auto rec = decode_call_record(buf.data(), buf.size());
   ASSERT_TRUE(rec);
-  EXPECT_EQ(rec->comm, "abcdefghijklmnop");
+  EXPECT_EQ(rec->command(), "abcdefghijklmnop");
+  EXPECT_EQ(rec->command().size(), 16u);
 }
 
 TEST(CallRecord, EmptyComm) {
@@ -153,7 +175,28 @@ TEST(CallRecord, EmptyComm) {
   const auto buf = bytes_of(raw, wire_size(2));
   const auto rec = decode_call_record(buf.data(), buf.size());
   ASSERT_TRUE(rec);
-  EXPECT_EQ(rec->comm, "");
+  EXPECT_EQ(rec->command(), "");
+}
+
+TEST(CallRecord, CommandStopsAtFirstNul) {
+  pmcprof_record raw = sample_record();
+  std::memcpy(raw.comm, "ab\0cdefgh", 9);
+  const auto buf = bytes_of(raw, wire_size(2));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->command(), "ab");
+}
+
+TEST(CallRecord, MeasuredAndRanSurviveDecoding) {
+  pmcprof_record raw = sample_record();
+  raw.n_events = PMCPROF_MAX_EVENTS;
+  raw.measured = 0xa5;
+  raw.ran = 0xf7;
+  const auto buf = bytes_of(raw, wire_size(PMCPROF_MAX_EVENTS));
+  const auto rec = decode_call_record(buf.data(), buf.size());
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->measured, 0xa5u);
+  EXPECT_EQ(rec->ran, 0xf7u);
 }
 
 TEST(CallRecord, FlagAccessors) {
@@ -162,6 +205,7 @@ TEST(CallRecord, FlagAccessors) {
   EXPECT_FALSE(r.migrated());
   EXPECT_FALSE(r.multiplexed());
   EXPECT_FALSE(r.not_counted());
+  EXPECT_FALSE(r.read_error());
   r.flags = PMCPROF_REC_SLEPT;
   EXPECT_TRUE(r.slept());
   EXPECT_FALSE(r.migrated());
@@ -174,9 +218,13 @@ TEST(CallRecord, FlagAccessors) {
   r.flags = PMCPROF_REC_NOT_COUNTED;
   EXPECT_TRUE(r.not_counted());
   EXPECT_FALSE(r.multiplexed());
-  r.flags =
-      PMCPROF_REC_SLEPT | PMCPROF_REC_MIGRATED | PMCPROF_REC_MULTIPLEXED | PMCPROF_REC_NOT_COUNTED;
-  EXPECT_TRUE(r.slept() && r.migrated() && r.multiplexed() && r.not_counted());
+  EXPECT_FALSE(r.read_error());
+  r.flags = PMCPROF_REC_READ_ERROR;
+  EXPECT_TRUE(r.read_error());
+  EXPECT_FALSE(r.not_counted());
+  r.flags = PMCPROF_REC_SLEPT | PMCPROF_REC_MIGRATED | PMCPROF_REC_MULTIPLEXED |
+            PMCPROF_REC_NOT_COUNTED | PMCPROF_REC_READ_ERROR;
+  EXPECT_TRUE(r.slept() && r.migrated() && r.multiplexed() && r.not_counted() && r.read_error());
 }
 
 TEST(CallRecord, FlagsSurviveDecoding) {
@@ -193,7 +241,7 @@ TEST(CallRecord, FlagsSurviveDecoding) {
 
 TEST(CallRecord, FlagsAreDistinctBits) {
   const unsigned flags[] = {PMCPROF_REC_SLEPT, PMCPROF_REC_MIGRATED, PMCPROF_REC_MULTIPLEXED,
-                            PMCPROF_REC_NOT_COUNTED};
+                            PMCPROF_REC_NOT_COUNTED, PMCPROF_REC_READ_ERROR};
   unsigned all = 0;
   for (unsigned f : flags) {
     EXPECT_EQ(f & (f - 1), 0u) << f;  // one bit

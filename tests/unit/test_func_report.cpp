@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -14,6 +16,7 @@
 #include "../../bpf/pmcprof.h"
 #include "golden.hpp"
 #include "pmcprof/report/func_report.hpp"
+#include "pmcprof/report/prometheus.hpp"
 #include "pmcprof/stream/func_stats.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -27,17 +30,26 @@ constexpr EventKind kInstructions{PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS
 constexpr EventKind kCacheMisses{PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES};
 constexpr EventKind kTaskClock{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK};
 
-CallRecord call(std::uint64_t wall, std::uint64_t oncpu, std::vector<std::uint64_t> delta,
-                std::uint32_t flags = 0) {
+// One call; by default every event measured it (ran through it). `measured` clear and `ran`
+// set: the event ran only through part of the call (multiplexed); both clear: it never ran.
+CallRecord call(std::uint64_t wall, std::uint64_t oncpu, std::initializer_list<std::uint64_t> delta,
+                std::uint32_t flags = 0, std::uint8_t measured = 0xff, std::uint8_t ran = 0xff) {
   CallRecord r;
   r.wall_ns = wall;
   r.oncpu_ns = oncpu;
   r.flags = flags;
-  r.delta = std::move(delta);
+  r.n_events = static_cast<std::uint8_t>(delta.size());
+  std::size_t i = 0;
+  for (auto d : delta) r.delta[i++] = d;
+  const auto present = static_cast<std::uint8_t>((1u << delta.size()) - 1);
+  r.measured = measured & present;
+  r.ran = (ran | measured) & present;
+  if (r.ran & ~r.measured & present) r.flags |= PMCPROF_REC_MULTIPLEXED;
   return r;
 }
 
-Distribution dist(double total, double mean, double p50, double p90, double p99) {
+Distribution dist(double total, double mean, double p50, double p90, double p99, double min,
+                  double max, std::uint64_t measured, bool estimated = false) {
   Distribution d;
   d.status = CounterStatus::ok;
   d.total = total;
@@ -45,6 +57,10 @@ Distribution dist(double total, double mean, double p50, double p90, double p99)
   d.p50 = p50;
   d.p90 = p90;
   d.p99 = p99;
+  d.min = min;
+  d.max = max;
+  d.measured = measured;
+  d.estimated = estimated;
   return d;
 }
 
@@ -64,8 +80,10 @@ FuncEventRow event_row(const std::string& name, EventKind kind, Distribution d,
   return e;
 }
 
-// A report as function_run.cpp would build it: a user function with a lossy stream and an
-// event the kernel refused, and a syscall whose counters never ran.
+// A report as function_session.cpp would build it: a user function with a lossy stream, an
+// event the kernel refused and one that was multiplexed (measured 9,000 of 12,340 counted
+// calls: its total is an estimate), and a syscall whose every call was disturbed (no event and
+// no on-CPU time, only wall time).
 FunctionReport sample_report() {
   FunctionReport r;
   r.target = "./pingpong 1000";
@@ -85,11 +103,13 @@ FunctionReport sample_report() {
   malloc_row.slept = 3;
   malloc_row.migrated = 1;
   malloc_row.multiplexed = 2;
-  malloc_row.wall = dist(2469000, 200, 180, 350, 1200.5);
-  malloc_row.oncpu = dist(1851750, 150, 140, 260, 990.25);
-  malloc_row.events.push_back(event_row("cycles", kCycles, dist(4938000, 400.48, 380, 700, 2400)));
+  malloc_row.wall = dist(2469000, 200, 180, 350, 1200.5, 95, 15000, 12345);
+  malloc_row.oncpu = dist(1851000, 150, 140, 260, 990.25, 80, 12000, 12340);
   malloc_row.events.push_back(
-      event_row("instructions", kInstructions, dist(9876000, 800.97, 790, 1100, 3100.75)));
+      event_row("cycles", kCycles, dist(4938000, 400.48, 380, 700, 2400, 212, 18000, 12340)));
+  malloc_row.events.push_back(
+      event_row("instructions", kInstructions,
+                dist(9876000, 800.97, 790, 1100, 3100.75, 455, 40321, 9000, /*estimated=*/true)));
   malloc_row.events.push_back(
       event_row("cache-misses", kCacheMisses, status_only(CounterStatus::not_supported)));
   r.functions.push_back(malloc_row);
@@ -99,8 +119,9 @@ FunctionReport sample_report() {
   getppid.backend = "tracepoint";
   getppid.calls = 4;
   getppid.not_counted = 4;
-  getppid.wall = dist(4000000000, 1000000000, 950000000, 1100000000, 1200000000);
-  getppid.oncpu = dist(48000, 12000, 11000, 15000, 15500);
+  getppid.wall =
+      dist(4000000000, 1000000000, 950000000, 1100000000, 1200000000, 800000000, 1200000000, 4);
+  getppid.oncpu = status_only(CounterStatus::not_counted);
   getppid.events.push_back(event_row("cycles", kCycles, status_only(CounterStatus::not_counted)));
   getppid.events.push_back(
       event_row("instructions", kInstructions, status_only(CounterStatus::not_counted)));
@@ -135,6 +156,8 @@ TEST(FuncReportRow, UnsupportedEventIsNotSupportedNeverZero) {
   r.functions.push_back(row);
   const json j = json::parse(render_func_json(r));
   EXPECT_TRUE(j["functions"][0]["events"]["cache-misses"]["total"].is_null());
+  EXPECT_TRUE(j["functions"][0]["events"]["cache-misses"]["min"].is_null());
+  EXPECT_TRUE(j["functions"][0]["events"]["cache-misses"]["max"].is_null());
   EXPECT_EQ(j["functions"][0]["events"]["cache-misses"]["status"], "not-supported");
 }
 
@@ -148,10 +171,15 @@ TEST(FuncReportRow, ZeroCountedCallsIsNotCounted) {
   EXPECT_EQ(row.events[0].per_call.status, CounterStatus::not_counted);
   EXPECT_EQ(row.events[1].per_call.status, CounterStatus::not_counted);
   EXPECT_EQ(row.events[2].per_call.status, CounterStatus::not_supported);
-  // Times are measured for every call, counted or not.
+  // Wall time is measured for every call, counted or not.
   EXPECT_EQ(row.wall.status, CounterStatus::ok);
   EXPECT_EQ(row.wall.total, 400.0);
   EXPECT_EQ(row.wall.mean, 200.0);
+  EXPECT_EQ(row.wall.min, 100.0);
+  EXPECT_EQ(row.wall.max, 300.0);
+  // Changed with the new model: a disturbed call's on-CPU time is not trusted either, so a
+  // function whose every call was disturbed has no on-CPU time (was: summed like wall time).
+  EXPECT_EQ(row.oncpu.status, CounterStatus::not_counted);
 }
 
 // A function never called is not an error: totals are a true 0 and there is no per-call
@@ -181,6 +209,17 @@ TEST(FuncReportRow, CallsWithoutRunningCountersAreNotCounted) {
   EXPECT_EQ(row.calls, 1u);
   EXPECT_EQ(row.events[0].per_call.status, CounterStatus::not_counted);
   EXPECT_EQ(row.wall.status, CounterStatus::ok);
+
+  // Per event now: counters that never ran through an undisturbed call are not counted,
+  // never 0, while the call's times are real.
+  FuncStats idle(2);
+  idle.add(call(100, 80, {0, 0}, 0, /*measured=*/0, /*ran=*/0));
+  const FuncRow r2 = make_func_row("f", "kprobe", "", idle, 0, kThreeEvents);
+  EXPECT_EQ(r2.not_counted, 0u);
+  EXPECT_EQ(r2.events[0].per_call.status, CounterStatus::not_counted);
+  EXPECT_EQ(r2.events[1].per_call.status, CounterStatus::not_counted);
+  EXPECT_EQ(r2.oncpu.status, CounterStatus::ok);
+  EXPECT_EQ(r2.oncpu.total, 80.0);
 }
 
 TEST(FuncReportRow, MeansAreOverCountedCalls) {
@@ -202,14 +241,22 @@ TEST(FuncReportRow, MeansAreOverCountedCalls) {
   EXPECT_DOUBLE_EQ(row.events[0].per_call.mean, 2000.0);  // 6000 / 3 counted, not / 4 calls
   EXPECT_EQ(row.events[1].per_call.total, 12000.0);
   EXPECT_DOUBLE_EQ(row.events[1].per_call.mean, 4000.0);
-  // Wall and on-CPU time: every call.
+  EXPECT_FALSE(row.events[0].per_call.estimated);  // every counted call measured
+  EXPECT_EQ(row.events[0].per_call.measured, 3u);
+  // Wall time: every call.
   EXPECT_EQ(row.wall.total, 1000.0);
   EXPECT_DOUBLE_EQ(row.wall.mean, 250.0);
-  EXPECT_EQ(row.oncpu.total, 700.0);
-  EXPECT_DOUBLE_EQ(row.oncpu.mean, 175.0);
-  // Percentiles come from the histogram of counted calls.
-  EXPECT_GE(row.events[0].per_call.p50, 1000 * 0.875);
-  EXPECT_LE(row.events[0].per_call.p99, 3000 * 1.125);
+  // On-CPU time: counted calls only (changed with the new model; was 700 over 4 calls).
+  EXPECT_EQ(row.oncpu.total, 300.0);
+  EXPECT_DOUBLE_EQ(row.oncpu.mean, 100.0);
+  EXPECT_EQ(row.oncpu.max, 120.0);  // not the disturbed call's 400
+  // Percentiles come from the histogram of counted calls: within 1% of the true nearest-rank
+  // value and inside the exact [min, max] (was: interpolated, within 12.5%).
+  EXPECT_EQ(row.events[0].per_call.min, 1000.0);
+  EXPECT_EQ(row.events[0].per_call.max, 3000.0);
+  EXPECT_NEAR(row.events[0].per_call.p50, 2000, 20);
+  EXPECT_GE(row.events[0].per_call.p50, 1000);
+  EXPECT_LE(row.events[0].per_call.p99, 3000);
   EXPECT_LE(row.events[0].per_call.p50, row.events[0].per_call.p90);
   EXPECT_LE(row.events[0].per_call.p90, row.events[0].per_call.p99);
 }
@@ -291,6 +338,13 @@ TEST(FuncReportText, ShowsRowsStatusesAndWarning) {
   // Per-call times scale to a readable unit.
   EXPECT_NE(text.find("1.00 s"), std::string::npos) << text;
   EXPECT_NE(text.find("200.00 ns"), std::string::npos) << text;
+  // min and max columns; the multiplexed event says how many calls it measured.
+  EXPECT_NE(text.find("min"), std::string::npos) << text;
+  EXPECT_NE(text.find("max"), std::string::npos) << text;
+  EXPECT_NE(text.find("18,000.00"), std::string::npos) << text;
+  EXPECT_NE(text.find("(estimated: 9,000 of 12,340 calls measured)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("(estimated", text.find("cycles")), text.find("(estimated: 9,000"))
+      << "only the multiplexed event is marked: " << text;
 }
 
 TEST(FuncReportText, LargeCountsAreGroupedAlike) {
@@ -316,12 +370,21 @@ TEST(FuncReportCsv, EveryLineHasTheSameColumns) {
   // 2 functions x (3 events + wall + on-cpu).
   ASSERT_EQ(lines.size(), 10u) << csv;
   const std::size_t columns = split(lines[0], ',').size();
-  EXPECT_EQ(columns, 13u) << lines[0];
+  // function, backend, by, calls, not counted, lost, event, unit, total, mean, p50, p90, p99,
+  // then (new) min, max, calls measured, estimated, aggregation, calls not measured.
+  EXPECT_EQ(columns, 19u) << lines[0];
   for (const auto& line : lines) EXPECT_EQ(split(line, ',').size(), columns) << line;
   EXPECT_EQ(lines[0].rfind("libc:malloc,uprobe,,12345,5,17,cycles,,4938000,", 0), 0u) << lines[0];
   EXPECT_NE(csv.find(",cache-misses,,<not supported>,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("syscall:getppid,tracepoint,,4,4,0,cycles,,<not counted>,"), std::string::npos)
       << csv;
+  // The new tail: min, max, measured calls, estimated, aggregation, calls not measured.
+  EXPECT_EQ(lines[0],
+            "libc:malloc,uprobe,,12345,5,17,cycles,,4938000,400.48,380.00,700.00,"
+            "2400.00,212.00,18000.00,12340,0,stream,0")
+      << lines[0];
+  EXPECT_EQ(split(lines[1], ',')[16], "1") << lines[1];  // instructions: estimated
+  EXPECT_EQ(split(lines[1], ',')[15], "9000") << lines[1];
 }
 
 TEST(FuncReportCsv, CustomSeparator) {
@@ -355,7 +418,13 @@ TEST(FuncReportJson, FunctionFields) {
   EXPECT_EQ(f["not_counted"], 5);
   EXPECT_EQ(f["lost"], 17);
   EXPECT_EQ(f["wall_ns"], 2469000);
-  EXPECT_EQ(f["oncpu_ns"], 1851750);
+  EXPECT_EQ(f["oncpu_ns"], 1851000);
+  for (const char* key :
+       {"abandoned", "reentered", "state_failed", "not_aggregated", "read_errors"})
+    EXPECT_EQ(f[key], 0) << key;  // present and 0: nothing was silently dropped
+  EXPECT_FALSE(f.contains("backend_note"));
+  EXPECT_EQ(j["untracked_processes"], 0);
+  EXPECT_FALSE(j.contains("kernel_view"));
 
   const json& cycles = f["events"]["cycles"];
   for (const char* key : {"total", "mean", "p50", "p90", "p99"})
@@ -363,8 +432,16 @@ TEST(FuncReportJson, FunctionFields) {
   EXPECT_EQ(cycles["total"], 4938000);
   EXPECT_DOUBLE_EQ(cycles["mean"].get<double>(), 400.48);
   EXPECT_DOUBLE_EQ(cycles["p99"].get<double>(), 2400.0);
+  EXPECT_EQ(cycles["min"], 212);
+  EXPECT_EQ(cycles["max"], 18000);
+  EXPECT_EQ(cycles["measured_calls"], 12340);
+  EXPECT_EQ(cycles["estimated"], false);
   EXPECT_EQ(cycles["status"], "ok");
   EXPECT_EQ(cycles["unit"], "count");
+  const json& insns = f["events"]["instructions"];
+  EXPECT_EQ(insns["estimated"], true);
+  EXPECT_EQ(insns["measured_calls"], 9000);
+  EXPECT_EQ(insns["total"], 9876000);
 
   const json& unsupported = f["events"]["cache-misses"];
   EXPECT_EQ(unsupported["status"], "not-supported");
@@ -378,8 +455,27 @@ TEST(FuncReportJson, FunctionFields) {
   const json& g = j["functions"][1];
   EXPECT_EQ(g["events"]["cycles"]["status"], "not-counted");
   EXPECT_TRUE(g["events"]["cycles"]["total"].is_null());
+  EXPECT_TRUE(g["events"]["cycles"]["min"].is_null());
   EXPECT_FALSE(g.contains("metric"));
   EXPECT_EQ(g["wall_ns"], 4000000000ULL);
+  EXPECT_EQ(g["wall"]["min"], 800000000);
+  EXPECT_EQ(g["oncpu"]["status"], "not-counted");
+  EXPECT_TRUE(g["oncpu"]["total"].is_null());
+}
+
+TEST(FuncReportJson, NotCountedOnCpuTimeIsNullNeverZero) {
+  // Every call disturbed: on-CPU time is not counted. Its top-level total must say so (null),
+  // like oncpu.total, not claim 0 ns. (The golden func_report.json expects the same.)
+  FuncStats s(2);
+  s.add(call(100, 90, {1000, 2000}, PMCPROF_REC_NOT_COUNTED));
+  FunctionReport r;
+  r.functions.push_back(make_func_row("f", "kprobe", "", s, 0, kThreeEvents));
+  const json j = json::parse(render_func_json(r));
+  const json& f = j["functions"][0];
+  EXPECT_EQ(f["oncpu"]["status"], "not-counted");
+  EXPECT_TRUE(f["oncpu"]["total"].is_null());
+  EXPECT_TRUE(f["oncpu_ns"].is_null()) << "oncpu_ns = " << f["oncpu_ns"];
+  EXPECT_EQ(f["wall_ns"], 100);
 }
 
 TEST(FuncReportJson, NotPartialWithoutLoss) {
@@ -439,4 +535,383 @@ TEST(FuncReportCsv, IntervalThenSummaryKeepColumns) {
   const std::size_t columns = split(lines[0], ',').size();
   for (const auto& line : lines) EXPECT_EQ(split(line, ',').size(), columns) << line;
   EXPECT_EQ(lines[10].rfind("summary,libc:malloc,", 0), 0u) << lines[10];
+}
+
+// ---- multiplexing, per call: each event measures the calls it ran through ----
+
+TEST(FuncReportMultiplexing, PartlyMeasuredEventIsScaledToAllCalls) {
+  // Event 0 ran through all 6 calls; event 1 through 4 of them and only part of 2 (measured
+  // bit clear, ran bit set). Event 1's total is its measured sum scaled by calls / measured
+  // (the per-call analogue of perf's enabled / running), marked estimated; event 0 is exact.
+  FuncStats s(2);
+  s.add(call(100, 90, {1000, 10000}));
+  s.add(call(100, 90, {1100, 12000}));
+  s.add(call(100, 90, {1200, 14000}, 0, 0x1, 0x3));  // event 1 in part: not measured
+  s.add(call(100, 90, {1300, 16000}));
+  s.add(call(100, 90, {1400, 99999}, 0, 0x1, 0x3));
+  s.add(call(100, 90, {1500, 18000}));
+  const FuncRow row = make_func_row("f", "kprobe", "", s, 0, kThreeEvents);
+  EXPECT_EQ(row.multiplexed, 2u);
+  const Distribution& c = row.events[0].per_call;
+  EXPECT_EQ(c.status, CounterStatus::ok);
+  EXPECT_FALSE(c.estimated);
+  EXPECT_EQ(c.measured, 6u);
+  EXPECT_EQ(c.total, 7500.0);
+  EXPECT_DOUBLE_EQ(c.mean, 1250.0);
+  const Distribution& i = row.events[1].per_call;
+  EXPECT_EQ(i.status, CounterStatus::ok);
+  EXPECT_TRUE(i.estimated);
+  EXPECT_EQ(i.measured, 4u);
+  EXPECT_DOUBLE_EQ(i.total, (10000.0 + 12000 + 16000 + 18000) * 6 / 4);
+  EXPECT_DOUBLE_EQ(i.mean, 14000.0);
+  // Percentiles, min and max over the 4 measured calls only (99999 ran in part: out).
+  EXPECT_TRUE(i.percentiles);
+  EXPECT_EQ(i.min, 10000.0);
+  EXPECT_EQ(i.max, 18000.0);
+  EXPECT_LE(i.p99, 18000.0);
+  EXPECT_NEAR(i.p50, 12000, 120);
+  // IPC from the scaled totals.
+  const FuncRow ipc =
+      make_func_row("f", "kprobe", "", s, 0,
+                    {{"cycles", kCycles, "", 0}, {"instructions", kInstructions, "", 1}});
+  ASSERT_TRUE(func_metric(ipc));
+  EXPECT_DOUBLE_EQ(func_metric(ipc)->value, 84000.0 / 7500.0);
+}
+
+TEST(FuncReportMultiplexing, EventThatOnlyRanInPartIsEstimatedWithoutPercentiles) {
+  // Event 1 never ran through a whole call but ran in part through 2 of 4: its total comes
+  // from the scaled deltas, scaled again to all calls; there is no exact per-call value, so no
+  // percentiles, min or max.
+  FuncStats s(2);
+  s.add(call(100, 90, {10, 3000}, 0, 0x1, 0x3));
+  s.add(call(100, 90, {10, 0}, 0, 0x1, 0x1));
+  s.add(call(100, 90, {10, 5000}, 0, 0x1, 0x3));
+  s.add(call(100, 90, {10, 0}, 0, 0x1, 0x1));
+  const FuncRow row = make_func_row("f", "kprobe", "", s, 0, kThreeEvents);
+  const Distribution& d = row.events[1].per_call;
+  EXPECT_EQ(d.status, CounterStatus::ok);
+  EXPECT_TRUE(d.estimated);
+  EXPECT_FALSE(d.percentiles);
+  EXPECT_EQ(d.measured, 0u);
+  EXPECT_DOUBLE_EQ(d.total, 8000.0 * 4 / 2);
+  EXPECT_DOUBLE_EQ(d.mean, 4000.0);
+  EXPECT_FALSE(row.events[0].per_call.estimated);
+
+  FunctionReport r;
+  r.functions.push_back(row);
+  const json j = json::parse(render_func_json(r));
+  const json& e = j["functions"][0]["events"]["instructions"];
+  EXPECT_EQ(e["status"], "ok");
+  EXPECT_EQ(e["total"], 16000);
+  EXPECT_DOUBLE_EQ(e["mean"].get<double>(), 4000.0);
+  for (const char* key : {"p50", "p90", "p99", "min", "max"})
+    EXPECT_TRUE(e[key].is_null()) << key << " = " << e[key];
+  EXPECT_EQ(e["estimated"], true);
+  EXPECT_EQ(e["measured_calls"], 0);
+  const std::string text = render_func_text(r);
+  EXPECT_NE(text.find("(estimated: 0 of 4 calls measured)"), std::string::npos) << text;
+  const std::string csv = render_func_csv(r);
+  EXPECT_NE(csv.find(",instructions,,16000,4000.00,,,,,,0,1,"), std::string::npos) << csv;
+}
+
+TEST(FuncReportMultiplexing, EventThatNeverRanIsNotCounted) {
+  FuncStats s(2);
+  for (int k = 0; k < 3; ++k) s.add(call(100, 90, {10, 0}, 0, 0x1, 0x1));
+  const FuncRow row = make_func_row("f", "kprobe", "", s, 0, kThreeEvents);
+  EXPECT_EQ(row.events[0].per_call.status, CounterStatus::ok);
+  EXPECT_EQ(row.events[1].per_call.status, CounterStatus::not_counted);  // never 0
+  FunctionReport r;
+  r.functions.push_back(row);
+  EXPECT_NE(render_func_text(r).find("<not counted>"), std::string::npos);
+  const json j = json::parse(render_func_json(r));
+  EXPECT_TRUE(j["functions"][0]["events"]["instructions"]["total"].is_null());
+  EXPECT_EQ(j["functions"][0]["events"]["instructions"]["status"], "not-counted");
+}
+
+TEST(FuncReportMultiplexing, DisturbedCallsOnlyCountInWallTime) {
+  // A not-counted (disturbed) call is left out of every event, whatever its measured bits
+  // say, and out of on-CPU time; it is in wall time and in the call count.
+  FuncStats s(2);
+  s.add(call(100, 80, {1000, 2000}));
+  s.add(call(300, 200, {3000, 4000}));
+  s.add(call(9000, 8000, {777777, 888888}, PMCPROF_REC_NOT_COUNTED));
+  const FuncRow row = make_func_row("f", "kprobe", "", s, 0, kThreeEvents);
+  EXPECT_EQ(row.calls, 3u);
+  EXPECT_EQ(row.not_counted, 1u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    const Distribution& d = row.events[e].per_call;
+    EXPECT_EQ(d.measured, 2u) << e;
+    EXPECT_FALSE(d.estimated) << e;  // measured every counted call: exact
+    EXPECT_LT(d.max, 5000.0) << e;
+  }
+  EXPECT_EQ(row.events[0].per_call.total, 4000.0);
+  EXPECT_EQ(row.events[1].per_call.total, 6000.0);
+  EXPECT_EQ(row.oncpu.total, 280.0);
+  EXPECT_EQ(row.oncpu.max, 200.0);
+  EXPECT_EQ(row.oncpu.measured, 2u);
+  EXPECT_EQ(row.wall.total, 9400.0);
+  EXPECT_EQ(row.wall.max, 9000.0);
+  EXPECT_EQ(row.wall.measured, 3u);
+  EXPECT_FALSE(row.wall.estimated);
+}
+
+// ---- make_distribution ----
+
+TEST(MakeDistribution, NoCallsIsATrueZero) {
+  const Distribution d = make_distribution({0, 0, 0, 0, 0, 0, 0}, Histogram{});
+  EXPECT_EQ(d.status, CounterStatus::ok);
+  EXPECT_TRUE(d.no_calls);
+  EXPECT_EQ(d.total, 0.0);
+}
+
+TEST(MakeDistribution, CallsButNothingMeasuredIsNotCounted) {
+  const Distribution d = make_distribution({5, 0, 0, 0, 0, 0, 0}, Histogram{});
+  EXPECT_EQ(d.status, CounterStatus::not_counted);
+  EXPECT_FALSE(d.no_calls);
+}
+
+TEST(MakeDistribution, ExactWhenEveryCallMeasured) {
+  Histogram h;
+  for (int k = 0; k < 20; ++k) h.add(2003);
+  const Distribution d = make_distribution({20, 20, 40060, 2003, 2003, 0, 0}, h);
+  EXPECT_EQ(d.status, CounterStatus::ok);
+  EXPECT_FALSE(d.estimated);
+  EXPECT_EQ(d.total, 40060.0);
+  EXPECT_EQ(d.mean, 2003.0);
+  // Issue 9's case: was p50 = 1,913.6; the exact min/max pin it.
+  EXPECT_EQ(d.p50, 2003.0);
+  EXPECT_EQ(d.p90, 2003.0);
+  EXPECT_EQ(d.p99, 2003.0);
+  EXPECT_EQ(d.min, 2003.0);
+  EXPECT_EQ(d.max, 2003.0);
+}
+
+TEST(MakeDistribution, ScaledByCallsOverMeasured) {
+  Histogram h;
+  h.add(100);
+  h.add(300);
+  const Distribution d = make_distribution({8, 2, 400, 100, 300, 5, 99999}, h);
+  EXPECT_TRUE(d.estimated);
+  EXPECT_EQ(d.measured, 2u);
+  EXPECT_DOUBLE_EQ(d.total, 1600.0);  // from the measured calls, not the partial ones
+  EXPECT_DOUBLE_EQ(d.mean, 200.0);
+  EXPECT_TRUE(d.percentiles);
+  EXPECT_GE(d.p50, 100.0);
+  EXPECT_LE(d.p99, 300.0);
+}
+
+TEST(MakeDistribution, OnlyPartialRuns) {
+  const Distribution d = make_distribution({10, 0, 0, 0, 0, 4, 2000}, Histogram{});
+  EXPECT_EQ(d.status, CounterStatus::ok);
+  EXPECT_TRUE(d.estimated);
+  EXPECT_FALSE(d.percentiles);
+  EXPECT_DOUBLE_EQ(d.total, 5000.0);
+  EXPECT_DOUBLE_EQ(d.mean, 500.0);
+}
+
+// ---- --aggregate both: two views of the same calls in one document ----
+
+namespace {
+
+// Records -> FuncStats -> make_func_row -> the renderers: a multiplexed event, a disturbed
+// call, an event that only ran in part, one that never ran, the unmeasured-call counters and a
+// fentry target that fell back to kprobes; the kernel's view of the same calls beside it.
+FunctionReport both_report() {
+  const std::vector<FuncEventInfo> events = {
+      {"cycles", kCycles, "", 0},
+      {"instructions", kInstructions, "", 1},
+      {"task-clock", kTaskClock, "ns", 2},
+      {"cache-misses", kCacheMisses, "", std::nullopt},
+  };
+  FuncStats malloc_stats(3);
+  const std::uint64_t cyc[] = {2100, 2250, 1980, 2400, 2003, 2003, 2210, 9050, 2120, 2090};
+  for (std::size_t k = 0; k < 10; ++k) {
+    const std::uint64_t oncpu = 700 + 10 * k;
+    const bool in_part = k % 4 == 1;  // instructions ran through part of 3 calls
+    malloc_stats.add(call(oncpu + 40 * k, oncpu, {cyc[k], cyc[k] * 2 + k, oncpu},
+                          k == 6 ? PMCPROF_REC_SLEPT : 0, in_part ? 0x5 : 0x7, 0x7));
+  }
+  malloc_stats.add(
+      call(250000, 900, {4000, 8000, 900}, PMCPROF_REC_NOT_COUNTED | PMCPROF_REC_SLEPT));
+  FuncRow malloc_row = make_func_row("libc:malloc", "uprobe", "", malloc_stats, 0, events);
+  malloc_row.abandoned = 2;
+  malloc_row.read_errors = 1;
+
+  FuncStats tcp_stats(3);
+  for (std::uint64_t k = 0; k < 4; ++k)
+    tcp_stats.add(call(15000 + 1000 * k, 14000 + 500 * k, {30000 + k, 0, 14000 + 500 * k}, 0, 0x4,
+                       k % 2 ? 0x5 : 0x4));
+  FuncRow tcp_row = make_func_row("tcp_sendmsg", "kprobe", "", tcp_stats, 0, events);
+  tcp_row.reentered = 1;
+  tcp_row.state_failed = 3;
+  tcp_row.backend_note = "fentry refused by the kernel (errno 524): using kprobe";
+
+  FunctionReport kernel;
+  kernel.target = "system wide";
+  kernel.aggregation = "kernel";
+  kernel.elapsed_ns = 2000000000;
+  kernel.timestamp_unix_ns = 1700000000000000000ULL;
+  kernel.functions = {malloc_row, tcp_row};
+  kernel.functions[1].not_aggregated = 4;
+
+  ProbeBiasRow uprobe;
+  uprobe.backend = "uprobe";
+  uprobe.probed = "an empty function in pmcprof";
+  uprobe.calibrated = true;
+  uprobe.subtracted = true;
+  uprobe.calls = 64;
+  uprobe.events = {{"cycles", "", 1520},
+                   {"instructions", "", 412},
+                   {"task-clock", "ns", 1500},
+                   {"cache-misses", "", std::nullopt}};
+  uprobe.wall_ns = 1810;
+  uprobe.oncpu_ns = 1500;
+  ProbeBiasRow kprobe;
+  kprobe.backend = "kprobe";
+  kprobe.why_not = "bpf_fentry_test1 not found";
+  kernel.probe_bias = {uprobe, kprobe};
+
+  FunctionReport r = kernel;
+  r.aggregation = "stream";
+  r.untracked = 2;
+  r.functions[1].not_aggregated = 0;
+  r.kernel_view = std::make_shared<const FunctionReport>(kernel);
+  return r;
+}
+
+}  // namespace
+
+TEST(FuncReportBoth, JsonIsOneDocumentWithTheKernelView) {
+  const std::string text = render_func_json(both_report());
+  const json j = json::parse(text);  // throws on two concatenated documents
+  EXPECT_EQ(j["aggregation"], "stream");
+  EXPECT_EQ(j["untracked_processes"], 2);
+  ASSERT_TRUE(j.contains("kernel_view"));
+  const json& k = j["kernel_view"];
+  EXPECT_EQ(k["aggregation"], "kernel");
+  EXPECT_EQ(k["type"], "report");
+  EXPECT_EQ(k["functions"][1]["not_aggregated"], 4);
+  EXPECT_EQ(j["functions"][1]["not_aggregated"], 0);
+  EXPECT_EQ(k["functions"][0]["calls"], j["functions"][0]["calls"]);
+  const json& m = j["functions"][0];
+  EXPECT_EQ(m["abandoned"], 2);
+  EXPECT_EQ(m["read_errors"], 1);
+  EXPECT_EQ(m["events"]["instructions"]["estimated"], true);
+  EXPECT_EQ(m["events"]["instructions"]["measured_calls"], 7);
+  EXPECT_EQ(m["events"]["cycles"]["estimated"], false);
+  EXPECT_EQ(m["events"]["cycles"]["min"], 1980);
+  EXPECT_EQ(m["events"]["cycles"]["max"], 9050);
+  ASSERT_EQ(j["probe_bias"].size(), 2u);
+  const json& ub = j["probe_bias"][0];
+  EXPECT_EQ(ub["backend"], "uprobe");
+  EXPECT_EQ(ub["calibrated"], true);
+  EXPECT_EQ(ub["subtracted"], true);
+  EXPECT_EQ(ub["calls"], 64);
+  EXPECT_EQ(ub["events"]["instructions"], 412);
+  EXPECT_TRUE(ub["events"]["cache-misses"].is_null());  // never 0
+  EXPECT_EQ(j["probe_bias"][1]["calibrated"], false);
+  EXPECT_EQ(j["probe_bias"][1]["why_not"], "bpf_fentry_test1 not found");
+  const json& t = j["functions"][1];
+  EXPECT_EQ(t["reentered"], 1);
+  EXPECT_EQ(t["state_failed"], 3);
+  EXPECT_EQ(t["backend_note"], "fentry refused by the kernel (errno 524): using kprobe");
+  EXPECT_EQ(t["events"]["cycles"]["estimated"], true);
+  EXPECT_TRUE(t["events"]["cycles"]["p50"].is_null());
+  EXPECT_EQ(t["events"]["instructions"]["status"], "not-counted");
+  EXPECT_EQ(t["events"]["task-clock"]["estimated"], false);
+}
+
+TEST(FuncReportBoth, TextAndCsvShowBothViews) {
+  const FunctionReport r = both_report();
+  std::ostringstream text;
+  RenderOptions opts;
+  make_func_renderer(opts, text)->final(r);
+  EXPECT_NE(text.str().find("(stream aggregation)"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("(kernel aggregation)"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("2 new processes could not be followed"), std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("4 calls not aggregated in the kernel"), std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("1 calls inside pmcprof's own probes"), std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("(fentry refused by the kernel (errno 524): using kprobe)"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("probe bias (uprobe, 64 calls of an empty function in pmcprof; "
+                            "subtracted): the probe adds about 1.50 us on-CPU, 1.81 us wall, "
+                            "1,520.00 cycles, 412.00 instructions, 1.50 us task-clock per call"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("probe bias (kprobe): not measured: bpf_fentry_test1 not found"),
+            std::string::npos)
+      << text.str();
+  const std::string csv = render_func_csv(r);
+  const auto lines = split(std::string(trim(csv)), '\n');
+  ASSERT_EQ(lines.size(), 2u * 2 * (4 + 2)) << csv;  // 2 views x 2 functions x (4 events + 2)
+  std::size_t stream = 0, kernel = 0;
+  for (const auto& line : lines) {
+    const auto cells = split(line, ',');
+    ASSERT_EQ(cells.size(), 19u) << line;
+    stream += cells[17] == "stream";
+    kernel += cells[17] == "kernel";
+    // Calls not measured, per function: malloc 2 abandoned; tcp_sendmsg 1 re-entered and 3
+    // without state, and 4 not aggregated in the kernel's view.
+    const bool is_malloc = cells[0] == "libc:malloc";
+    EXPECT_EQ(cells[18], is_malloc ? "2" : cells[17] == "kernel" ? "8" : "4") << line;
+  }
+  EXPECT_EQ(stream, 12u);
+  EXPECT_EQ(kernel, 12u);
+}
+
+TEST(FuncReportGolden, BothText) {
+  // Through the renderer, as `stat` prints it (render_func_text renders one view only).
+  std::ostringstream text;
+  make_func_renderer(RenderOptions{}, text)->final(both_report());
+  pmcprof::testing::expect_golden("func_report_both.txt", text.str());
+}
+
+TEST(FuncReportGolden, BothCsv) {
+  pmcprof::testing::expect_golden("func_report_both.csv", render_func_csv(both_report()));
+}
+
+TEST(FuncReportGolden, BothJson) {
+  pmcprof::testing::expect_golden("func_report_both.json", render_func_json(both_report()));
+}
+
+// ---- /metrics: a multiplexed event's histogram holds the calls it measured ----
+
+TEST(FuncReportPrometheus, MeasuredCallsHistogramAndScaledTotal) {
+  // Instructions measured 2 of 4 calls (100 and 300) and ran in part through the others: the
+  // counter is the estimate scaled to all calls (800), the histogram holds the 2 measured
+  // calls with their own sum (400), and its power-of-two buckets are exact.
+  FuncStats s(2);
+  s.add(call(100, 90, {10, 100}));
+  s.add(call(100, 90, {10, 5000}, 0, 0x1, 0x3));
+  s.add(call(100, 90, {10, 300}));
+  s.add(call(100, 90, {10, 7000}, 0, 0x1, 0x3));
+  FunctionReport r;
+  r.target = "t";
+  r.aggregation = "stream";
+  r.functions.push_back(make_func_row("f", "kprobe", "", s, 0, kThreeEvents));
+  PrometheusStatus status;
+  status.up = true;
+  status.mode = "function";
+  const std::string text = render_prometheus(nullptr, &r, status);
+  const std::string l = R"({function="f",event="instructions")";
+  for (const std::string& sample :
+       {"pmcprof_function_event_total" + l + "} 800",
+        "pmcprof_function_event_estimated" + l + "} 1",
+        "pmcprof_function_event_measured_calls_total" + l + "} 2",
+        "pmcprof_function_event_per_call_count" + l + "} 2",
+        "pmcprof_function_event_per_call_sum" + l + "} 400",
+        "pmcprof_function_event_per_call_bucket" + l + R"(,le="64"} 0)",
+        "pmcprof_function_event_per_call_bucket" + l + R"(,le="128"} 1)",
+        "pmcprof_function_event_per_call_bucket" + l + R"(,le="256"} 1)",
+        "pmcprof_function_event_per_call_bucket" + l + R"(,le="512"} 2)",
+        "pmcprof_function_event_per_call_bucket" + l + R"(,le="+Inf"} 2)",
+        std::string(R"(pmcprof_function_event_estimated{function="f",event="cycles"} 0)"),
+        std::string(R"(pmcprof_function_event_total{function="f",event="cycles"} 40)")})
+    EXPECT_NE(text.find(sample + "\n"), std::string::npos) << sample << "\n" << text;
+  // The unsupported event has no samples at all (never a 0).
+  EXPECT_EQ(text.find("event=\"cache-misses\""), std::string::npos) << text;
 }

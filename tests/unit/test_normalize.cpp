@@ -172,15 +172,27 @@ TEST(Log2, MatchesBitWidth) {
 }
 
 // ---- pmcprof_hist_bucket vs Histogram::bucket_lower / bucket_upper ----
+// (test_histogram.cpp checks the buckets' widths, representatives and percentiles.)
 
-TEST(HistBucket, ExactBelowFour) {
-  for (std::uint64_t v = 0; v < 4; ++v) EXPECT_EQ(pmcprof_hist_bucket(v), v);
-  EXPECT_EQ(pmcprof_hist_bucket(4), 4u);
-  EXPECT_EQ(pmcprof_hist_bucket(5), 5u);
-  EXPECT_EQ(pmcprof_hist_bucket(7), 7u);
-  EXPECT_EQ(pmcprof_hist_bucket(8), 8u);
-  EXPECT_EQ(pmcprof_hist_bucket(9), 8u);  // [8, 10)
-  EXPECT_EQ(pmcprof_hist_bucket(10), 9u);
+TEST(HistBucket, ExactBelow128) {
+  // Was: exact below 4, then 4 buckets per octave. Now exact below 128, then 42 per octave.
+  for (std::uint64_t v = 0; v < 128; ++v) EXPECT_EQ(pmcprof_hist_bucket(v), v);
+  EXPECT_EQ(pmcprof_hist_bucket(128), 128u);  // [128, 130)
+  EXPECT_EQ(pmcprof_hist_bucket(129), 128u);
+  EXPECT_EQ(pmcprof_hist_bucket(130), 129u);
+  EXPECT_EQ(pmcprof_hist_bucket(255), 128u + 41u);  // last bucket of the octave
+  EXPECT_EQ(pmcprof_hist_bucket(256), 128u + 42u);
+}
+
+TEST(HistBucket, StepTableIsMonotonicAndCoversTheOctave) {
+  // pmcprof_hist_step_bucket maps 128 steps to 42 buckets: from 0, never decreasing, never
+  // skipping, ending at 41.
+  EXPECT_EQ(pmcprof_hist_step_bucket[0], 0u);
+  EXPECT_EQ(pmcprof_hist_step_bucket[PMCPROF_HIST_EXACT - 1], PMCPROF_HIST_PER_OCTAVE - 1u);
+  for (unsigned s = 1; s < PMCPROF_HIST_EXACT; ++s) {
+    const unsigned d = pmcprof_hist_step_bucket[s] - pmcprof_hist_step_bucket[s - 1];
+    EXPECT_TRUE(d == 0 || d == 1) << "step " << s;
+  }
 }
 
 TEST(HistBucket, MonotonicSweep) {
@@ -207,12 +219,13 @@ TEST(HistBucket, MonotonicSweep) {
             static_cast<std::uint32_t>(PMCPROF_HIST_BUCKETS - 1));
 }
 
-TEST(HistBucket, RelativeWidthAtMostQuarter) {
-  for (std::uint32_t b = 4; b + 1 < PMCPROF_HIST_BUCKETS; ++b) {
+TEST(HistBucket, RelativeWidthAtMostTwoPercent) {
+  // Was at most 25% (4 per octave); the table's buckets are at most 2% wide.
+  for (std::uint32_t b = PMCPROF_HIST_EXACT; b + 1 < PMCPROF_HIST_BUCKETS; ++b) {
     const double lo = static_cast<double>(Histogram::bucket_lower(b));
     const double hi = static_cast<double>(Histogram::bucket_upper(b));
     EXPECT_GT(hi, lo) << b;
-    EXPECT_LE((hi - lo) / lo, 0.25 + 1e-12) << b;
+    EXPECT_LE((hi - lo) / lo, 0.02 + 1e-12) << b;
   }
 }
 

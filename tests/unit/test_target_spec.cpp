@@ -1,4 +1,4 @@
-// --func parsing, --backend parsing and the kernel backend choice (fentry / kprobe) for every
+// --func parsing and the kernel backend choice (fentry / kprobe) for every
 // combination of what the kernel allows and what is known about the function.
 #include <gtest/gtest.h>
 
@@ -216,29 +216,7 @@ TEST(TargetSpec, InvalidCharactersAreRejected) {
   }
 }
 
-// ---- parse_backend_request ----
-
-TEST(TargetSpec, BackendRequestValues) {
-  EXPECT_EQ(parse_backend_request("auto"), BackendRequest::automatic);
-  EXPECT_EQ(parse_backend_request("fentry"), BackendRequest::fentry);
-  EXPECT_EQ(parse_backend_request("kprobe"), BackendRequest::kprobe);
-}
-
-TEST(TargetSpec, BackendRequestUnknown) {
-  for (std::string_view text : {"", "uprobe", "FENTRY", "kprobes", "auto "}) {
-    try {
-      parse_backend_request(text);
-      ADD_FAILURE() << "accepted --backend '" << text << "'";
-    } catch (const UserError& e) {
-      EXPECT_TRUE(contains(e.what(), "--backend")) << e.what();
-      EXPECT_TRUE(contains(e.what(), "'" + std::string(text) + "'")) << e.what();
-      EXPECT_TRUE(contains(e.hint(), "auto")) << e.hint();
-      EXPECT_TRUE(contains(e.hint(), "fentry")) << e.hint();
-      EXPECT_TRUE(contains(e.hint(), "kprobe")) << e.hint();
-      EXPECT_EQ(e.exit_code(), kExitUsage);
-    }
-  }
-}
+// parse_backend_request (--backend) moved to the CLI: tested in test_choices.cpp.
 
 // ---- choose_kernel_backend ----
 

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -107,7 +108,8 @@ class FuncObject {
   void track(pid_t tgid) const;  // adds a process to the filter; throws SystemError
   int records_fd() const;
 
-  std::vector<KernelAggregate> read_aggregates() const;
+  // Not const: histogram reads keep the state that makes 32-bit kernel buckets 64-bit.
+  std::vector<KernelAggregate> read_aggregates();
   // [func id] summed over CPUs, calibration id included.
   std::vector<FuncProbeStats> read_func_stats() const;
   std::uint64_t untracked() const;  // processes the fork hook could not add to the filter
@@ -132,7 +134,12 @@ class FuncObject {
   static void destroy(func_bpf* skel);
   FuncObject(BpfEventMap events, FuncObjectConfig config)
       : events_(std::move(events)), config_(std::move(config)) {}
-  std::vector<std::uint64_t> read_hist(int map_fd, const void* key) const;
+  std::vector<std::uint64_t> read_hist(int map_fd, const void* key, std::size_t key_size);
+  struct HistState {
+    std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> last;  // per CPU
+    std::vector<std::uint64_t> total;
+  };
+  std::map<std::string, HistState> hist_state_;  // by map key bytes
   BpfEventMap events_;
   FuncObjectConfig config_;
   ThreadStore store_ = ThreadStore::task_storage;

@@ -6,7 +6,8 @@
 namespace pmcprof {
 
 // The histogram the BPF side keeps (bpf/pmcprof.h): exact below 128, then 42 buckets per
-// power of two, each at most 2% wide. Stream and kernel aggregation fill the same buckets, so
+// power of two, each at most 2% wide; the last bucket is open-ended from 17,386,027,614,208
+// (0.99 x 2^44). Stream and kernel aggregation fill the same buckets, so
 // their percentiles agree exactly. A percentile is its bucket's representative value (within
 // 1% of every value in the bucket), clamped to the exact min and max kept beside it.
 // Storage is sparse by octave: a histogram costs memory only where it has values.

@@ -1,0 +1,171 @@
+// Function mode's probe layer without a kernel: the denylist of kernel functions pmcprof's own
+// probes run through (and that resolve_targets refuses them before anything is loaded), and
+// the BPF map memory read from /proc/self/fdinfo, and the probe-bias calibration's arithmetic.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pmcprof/probes/func_calibration.hpp"
+#include "pmcprof/probes/func_object.hpp"
+#include "pmcprof/probes/func_targets.hpp"
+#include "pmcprof/probes/target_spec.hpp"
+#include "pmcprof/util/error.hpp"
+
+using namespace pmcprof;
+
+namespace {
+
+bool contains(const std::string& s, std::string_view part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+// ---- denied_kernel_function ----
+
+TEST(DeniedKernelFunction, ProbesOwnPathIsDenied) {
+  // The counter read (bpf_perf_event_read_value -> perf_event_read_local), the clock
+  // (bpf_ktime_get_ns -> ktime_get_mono_fast_ns), the record output, the kprobe machinery.
+  for (const char* name :
+       {"perf_event_read_local", "bpf_perf_event_read_value", "ktime_get_mono_fast_ns",
+        "kprobe_ftrace_handler", "kprobe_int3_handler", "kprobe_busy_begin", "perf_event_output",
+        "bpf_task_storage_get", "trace_call_bpf", "migrate_disable", "__rcu_read_lock",
+        "__bpf_prog_enter", "rethook_trampoline_handler", "uprobe_dispatcher"}) {
+    const std::string why = denied_kernel_function(name);
+    EXPECT_FALSE(why.empty()) << name << " is allowed";
+    EXPECT_FALSE(contains(why, "\n")) << name << ": " << why;
+  }
+}
+
+TEST(DeniedKernelFunction, OrdinaryFunctionsAreAllowed) {
+  for (const char* name : {"tcp_sendmsg", "vfs_read", "vfs_write", "do_sys_openat2",
+                           "__x64_sys_getppid", "tcp_sendmsg_locked.isra.0"}) {
+    EXPECT_EQ(denied_kernel_function(name), "") << name << " is denied";
+  }
+}
+
+TEST(DeniedKernelFunction, CompilerClonesOfDeniedFunctionsAreDenied) {
+  // --func accepts GCC clone names as they appear in kallsyms (name.isra.0, name.constprop.0,
+  // name.part.0). A clone of a denied function is the same code on the same path.
+  for (const char* name : {"perf_event_read_local.constprop.0", "preempt_count_add.part.0",
+                           "migrate_enable.isra.0", "ktime_get_mono_fast_ns.cold"})
+    EXPECT_FALSE(denied_kernel_function(name).empty()) << name << " is allowed";
+  EXPECT_EQ(denied_kernel_function("tcp_sendmsg_locked.isra.0"), "");
+}
+
+TEST(DeniedKernelFunction, ResolveTargetsRefusesUpFront) {
+  // The denylist is applied before the kernel is asked anything: one line naming the
+  // function and why, a hint, usage exit code.
+  for (const char* text : {"perf_event_read_local", "kernel:bpf_perf_event_read_value",
+                           "ktime_get_mono_fast_ns", "kernel:kprobe_ftrace_handler"}) {
+    const FuncTarget t = parse_func_target(text);
+    try {
+      resolve_targets({t}, BackendRequest::automatic, std::nullopt);
+      ADD_FAILURE() << "resolved denied " << text;
+    } catch (const UserError& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(contains(what, "'" + t.name + "'")) << what;
+      EXPECT_TRUE(contains(what, "cannot be probed")) << what;
+      EXPECT_TRUE(contains(what, denied_kernel_function(t.name))) << what;
+      EXPECT_FALSE(contains(what, "\n")) << what;
+      EXPECT_FALSE(e.hint().empty());
+      EXPECT_EQ(e.exit_code(), kExitUsage) << what;
+    }
+  }
+}
+
+// ---- fdinfo_memlock ----
+
+namespace {
+
+// /proc/self/fdinfo/FD of BPF maps, captured on this machine (Linux 6.18): a 1024-entry
+// array of u64, the same as a per-CPU array (2 CPUs), and a 512-entry hash.
+constexpr const char* kArrayFdinfo =
+    "pos:\t0\n"
+    "flags:\t02000002\n"
+    "mnt_id:\t17\n"
+    "ino:\t1039\n"
+    "map_type:\t2\n"
+    "key_size:\t4\n"
+    "value_size:\t8\n"
+    "max_entries:\t1024\n"
+    "map_flags:\t0x0\n"
+    "map_extra:\t0x0\n"
+    "memlock:\t8504\n"
+    "map_id:\t2303\n"
+    "frozen:\t0\n";
+constexpr const char* kPercpuArrayFdinfo =
+    "pos:\t0\n"
+    "flags:\t02000002\n"
+    "mnt_id:\t17\n"
+    "ino:\t1039\n"
+    "map_type:\t6\n"
+    "key_size:\t4\n"
+    "value_size:\t8\n"
+    "max_entries:\t1024\n"
+    "map_flags:\t0x0\n"
+    "map_extra:\t0x0\n"
+    "memlock:\t24888\n"
+    "map_id:\t2304\n"
+    "frozen:\t0\n";
+constexpr const char* kHashFdinfo =
+    "pos:\t0\n"
+    "flags:\t02000002\n"
+    "mnt_id:\t17\n"
+    "ino:\t1039\n"
+    "map_type:\t1\n"
+    "key_size:\t4\n"
+    "value_size:\t64\n"
+    "max_entries:\t512\n"
+    "map_flags:\t0x0\n"
+    "map_extra:\t0x0\n"
+    "memlock:\t70784\n"
+    "map_id:\t2305\n"
+    "frozen:\t0\n";
+
+}  // namespace
+
+TEST(FdinfoMemlock, RealMapSamples) {
+  EXPECT_EQ(fdinfo_memlock(kArrayFdinfo), 8504u);
+  EXPECT_EQ(fdinfo_memlock(kPercpuArrayFdinfo), 24888u);
+  EXPECT_EQ(fdinfo_memlock(kHashFdinfo), 70784u);
+}
+
+TEST(FdinfoMemlock, LargeValuesAndNoTrailingNewline) {
+  EXPECT_EQ(fdinfo_memlock("map_type:\t5\nmemlock:\t8589934592"), 8589934592ULL);  // 8 GiB
+}
+
+TEST(FdinfoMemlock, NotAMapIsZero) {
+  // A regular file's fdinfo has no memlock line.
+  EXPECT_EQ(fdinfo_memlock("pos:\t0\nflags:\t0100000\nmnt_id:\t25\nino:\t42\n"), 0u);
+  EXPECT_EQ(fdinfo_memlock(""), 0u);
+}
+
+// ---- probe-bias calibration: the arithmetic ----
+
+TEST(Calibration, MedianOfMeasuredValues) {
+  EXPECT_FALSE(median({}));
+  EXPECT_EQ(median({42}), 42u);
+  EXPECT_EQ(median({9, 1, 5}), 5u);
+  EXPECT_EQ(median({412, 9000, 413, 411, 412}), 412u);  // one outlier (an interrupt) ignored
+  // An even count: one of the two middle values (never their mean, never an outlier).
+  const auto even = median({4, 1, 3, 2});
+  ASSERT_TRUE(even);
+  EXPECT_TRUE(*even == 2 || *even == 3) << *even;
+}
+
+TEST(Calibration, BiasValuesInSetBiasOrder) {
+  // Per event (an event that never ran through a calibration call subtracts nothing), then
+  // wall, then on-CPU: the order FuncObject::set_bias and the BPF side's bias[] slots use.
+  ProbeBias b;
+  b.calibrated = true;
+  b.events = {1520, std::nullopt, 412};
+  b.wall_ns = 1810;
+  b.oncpu_ns = 1500;
+  EXPECT_EQ(bias_values(b), (std::vector<std::uint64_t>{1520, 0, 412, 1810, 1500}));
+  ProbeBias none;
+  EXPECT_EQ(bias_values(none), (std::vector<std::uint64_t>{0, 0}));
+}
