@@ -71,11 +71,12 @@ class Completion(unittest.TestCase):
         self.check(["pmcprof", "--v"], ["--version"])
 
     def test_flags(self):
-        self.check(["pmcprof", "stat", "--no-"], ["--no-aggr", "--no-sched-hook"])
+        self.check(["pmcprof", "stat", "--no-"], ["--no-aggr", "--no-compensate", "--no-sched-hook"])
         self.check(["pmcprof", "stat", "--cg"], ["--cgroup", "--cgroup-backend"])
         got = self.check(["pmcprof", "stat", "-"],
                          ["-e", "--event", "-a", "-A", "-I", "-r", "-x", "-j", "-o", "--func",
-                          "--backend", "--aggregate", "--by", "--buffer-pages", "-G",
+                          "--backend", "--aggregate", "--by", "--buffer-pages", "--thread-state",
+                          "-G",
                           "--for-each-cgroup", "--cgroup-backend", "--timeout", "-p", "-t",
                           "-C", "-v"], exact=False)
         self.assertNotIn("--listen", got)
