@@ -116,6 +116,10 @@ int run_cli(int argc, char** argv) {
                    "ADDR:PORT to serve on (default 127.0.0.1:9464; other addresses only when "
                    "given)")
       ->type_name("ADDR:PORT");
+  serve
+      ->add_option("--web.config.file", serve_opts.web_config_file,
+                   "TLS and basic authentication: a Prometheus exporter-toolkit web config (YAML)")
+      ->type_name("FILE");
 
   DoctorOptions doctor_opts;
   CLI::App* doctor = app.add_subcommand("doctor", "Probe what this kernel allows");
