@@ -117,8 +117,9 @@ class Parser {
         hash.rfind("$2a$", 0) == 0 || hash.rfind("$2b$", 0) == 0 || hash.rfind("$2y$", 0) == 0;
     if (!prefix || hash.size() != 60)
       fail("basic_auth_users." + user +
-               " is not a bcrypt hash ($2b$/$2y$/$2a$, 60 characters); make one with "
-               "'htpasswd -nBC 10 \"\" | tr -d :' or python3's bcrypt",
+               " is not a bcrypt hash ($2b$/$2y$/$2a$, 60 characters): make one with "
+               "'mkpasswd -m bcrypt -R 10' (package whois) or 'htpasswd -nBC 10 USER' "
+               "(apache2-utils)",
            &node);
     // libcrypt must accept the setting (cost 4..31, valid salt): crypt_r returns the hash
     // itself for the right password and a string starting with '*' for a bad setting.
