@@ -82,18 +82,18 @@ def metric_sum(values, name):
 
 
 class Serve:
-    """`pmcprof serve --listen 127.0.0.1:PORT ARGS` in the background (stderr kept)."""
+    """`pmcprof serve --listen 127.0.0.1:PORT ARGS` in the background (stderr kept); PREFIX
+    runs it through another program (e.g. setpriv ... --)."""
 
-    def __init__(self, args, port=None, scheme="http", preexec_fn=None, binary=None):
+    def __init__(self, args, port=None, scheme="http", binary=None, prefix=()):
         self.port = port or free_port()
         self.scheme = scheme
         self.base = f"{scheme}://127.0.0.1:{self.port}"
         self.url = self.base + "/metrics"
         self.err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [binary or t.pmcprof(), "serve", "--listen", f"127.0.0.1:{self.port}", *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err,
-            preexec_fn=preexec_fn)
+            [*prefix, binary or t.pmcprof(), "serve", "--listen", f"127.0.0.1:{self.port}", *args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
 
     def stderr(self):
         self.err.seek(0)
