@@ -6,7 +6,7 @@ set -eu
 # config), libcrypt-dev (bcrypt); its tests: openssl (certificates), prometheus (promtool too),
 # systemd (systemd-analyze verify of the unit), adduser (the package's system user).
 PKGS="build-essential cmake pkg-config clang llvm libbpf-dev bpftool libcli11-dev nlohmann-json3-dev \
-libpfm4-dev libelf-dev zlib1g-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
+libpfm4-dev libelf-dev zlib1g-dev libre2-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
 prometheus curl python3-jsonschema man-db qemu-system-x86 busybox-static \
 libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd adduser"
 missing=""
