@@ -25,6 +25,7 @@
 #include "pmcprof/stream/record_stream.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/progress.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
@@ -83,6 +84,21 @@ std::vector<AttachPoint> resolve_targets(const FunctionPlan& plan) {
     }
     points.push_back(std::move(p));
   }
+  // Two --func naming one function through different names (libc:getppid and c:getppid,
+  // ./w:f and /abs/w:f) would share one probe address and report 0 calls each: refused.
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) {
+      const AttachPoint &a = points[j], &b = points[i];
+      std::error_code ec;
+      const bool same = a.backend == ProbeBackend::uprobe && b.backend == ProbeBackend::uprobe
+                            ? a.file_offset == b.file_offset &&
+                                  std::filesystem::equivalent(a.binary, b.binary, ec)
+                            : a.target.kind == b.target.kind && a.target.name == b.target.name;
+      if (same)
+        throw UserError("--func " + quote(a.target.text) + " and " + quote(b.target.text) +
+                            " name the same function",
+                        "give each function once");
+    }
   return points;
 }
 
@@ -275,6 +291,7 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
     links.push_back(check_link(bpf_program__attach(skel->progs.on_fork), "sched_process_fork"));
   Progress progress("attaching", points.size(), plan.quiet);
   for (const auto& p : points) {
+    stop_if_interrupted("attaching");
     progress.step(p.func_id + 1);
     if (plan.verbose && !plan.quiet)
       std::cerr << "pmcprof: attaching " << p.target.text << " with " << to_string(p.backend)
@@ -423,7 +440,8 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   counters.disable();
 
   FunctionOutcome outcome;
-  if (workload) outcome.exit_code = workload->finish(why == StopReason::workload_exited);
+  if (workload)
+    outcome.exit_code = workload->finish(why == StopReason::workload_exited, loop.stop_signal());
   const auto fstats = read_func_stats(skel, points.size());
   auto finish = [&](FunctionReport r) {
     r.elapsed_ns = end - start;
