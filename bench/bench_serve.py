@@ -44,6 +44,18 @@ Per configuration:
      the window figures above have no probe attached;
    - in counting mode, a second pass with `--func syscall:read` on the same process: how many
      read() calls a scrape makes (one per perf group per CPU per cgroup) and what each costs.
+
+Idle connections (--idle 0,20,200; instead of the configurations above):
+    sudo python3 bench/bench_serve.py --pmcprof BUILD/pmcprof --idle 0,20,200 [--calls 300000]
+For each N, a fresh `pmcprof serve -q -e task-clock --func syscall:getppid --aggregate stream`
+(the per-call stream: what a stalled run loop loses). Once it is up: N TCP connections that
+connect and send nothing (held open), then `func_workload getppid CALLS` (tests/workloads, found
+beside --pmcprof) while a scraper sends GET /metrics every 100 ms (10 s timeout each). The idle
+connections are closed after the burst; a last scrape gives the calls counted and the records lost
+(pmcprof_function_calls_total, pmcprof_lost_records_total, both as deltas over the burst).
+Reported per N: calls counted, records lost, how many idle connections were established, the
+scrape latencies during the burst (median, max; timeouts counted), and the time SIGTERM took.
+Repeat with --repeat R: the figures of each run are listed.
 """
 import argparse
 import json
@@ -492,6 +504,164 @@ def run_config(name, opts, cg, symbols):
     return res
 
 
+# ------------------------------------------------------------------------------ idle clients
+def sample_value(values, name):
+    return sum(v for k, v in values.items() if k == name or k.startswith(name + "{"))
+
+
+def open_idle(port, n, timeout=0.5):
+    """N connections that send nothing; returns (sockets, established)."""
+    import select
+    socks, established = [], 0
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        socks.append(s)
+    deadline = time.monotonic() + timeout
+    pending = list(socks)
+    while pending and time.monotonic() < deadline:
+        _, w, _ = select.select([], pending, [], max(0.0, deadline - time.monotonic()))
+        for s in w:
+            pending.remove(s)
+            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                established += 1
+    return socks, established
+
+
+def run_idle(opts, n_idle):
+    import threading
+    port = free_port()
+    workload = os.path.join(os.path.dirname(opts.pmcprof), "workloads", "func_workload")
+    argv = [opts.pmcprof, "serve", "-q", "-e", "task-clock", "--func", "syscall:getppid",
+            "--aggregate", "stream", "--listen", f"127.0.0.1:{port}"]
+    err = tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    res = {"idle": n_idle, "command": " ".join(["pmcprof", *argv[1:]]), "calls_made": opts.calls}
+    idle = []
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                err.seek(0)
+                raise RuntimeError(f"pmcprof exited: {err.read().decode().strip()}")
+            try:
+                _, status, body = scrape(port)
+                if status == 200 and b"\npmcprof_up 1\n" in b"\n" + body:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("not up after 30 s")
+            time.sleep(0.01)
+        _, _, before = check_body(body)
+        idle, res["established"] = open_idle(port, n_idle)
+        time.sleep(0.2)
+        lat, timeouts = [], 0
+        stop = threading.Event()
+
+        def scraper():
+            nonlocal timeouts
+            while not stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    latency, status, _ = scrape_timeout(port, 10)
+                    lat.append(latency)
+                except OSError:
+                    timeouts += 1
+                stop.wait(max(0.0, 0.1 - (time.monotonic() - t0)))
+        th = threading.Thread(target=scraper)
+        th.start()
+        t0 = time.monotonic()
+        subprocess.run([workload, "getppid", str(opts.calls)], stdout=subprocess.DEVNULL,
+                       check=True)
+        res["burst_s"] = time.monotonic() - t0
+        time.sleep(0.5)
+        stop.set()
+        th.join()
+        for s in idle:
+            s.close()
+        idle = []
+        # The last scrape: what the burst left in the totals.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                _, status, body = scrape_timeout(port, 10)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+        _, _, after = check_body(body)
+        res["calls_counted"] = (sample_value(after, "pmcprof_function_calls_total")
+                                - sample_value(before, "pmcprof_function_calls_total"))
+        res["lost"] = (sample_value(after, "pmcprof_lost_records_total")
+                       - sample_value(before, "pmcprof_lost_records_total"))
+        res["scrapes"] = len(lat)
+        res["scrape_timeouts"] = timeouts
+        if lat:
+            res["latency_ms"] = {k: v * 1e3 if k != "n" else v for k, v in dist(lat).items()}
+        # SIGTERM with the idle connections open again: how long until pmcprof has exited.
+        idle, _ = open_idle(port, n_idle)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+            res["sigterm_s"] = time.monotonic() - t0
+        except subprocess.TimeoutExpired:
+            res["sigterm_s"] = None
+    finally:
+        for s in idle:
+            s.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        res["exit_code"] = proc.returncode
+    return res
+
+
+def scrape_timeout(port, timeout):
+    """scrape() with a whole-request deadline: raises TimeoutError past it."""
+    req = f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(req.encode())
+        buf = b""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("scrape timed out")
+            s.settimeout(left)
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            head_end = buf.find(b"\r\n\r\n")
+            if head_end >= 0:
+                m = re.search(rb"\r\ncontent-length: *(\d+)", buf[:head_end], re.I)
+                if m and len(buf) - head_end - 4 >= int(m.group(1)):
+                    break
+    t1 = time.perf_counter()
+    head_end = buf.find(b"\r\n\r\n")
+    if head_end < 0:
+        raise ConnectionError(f"no HTTP head in {buf[:200]!r}")
+    return t1 - t0, int(buf.split(b" ", 2)[1]), buf[head_end + 4:]
+
+
+def print_idle(results):
+    print(f"{'idle':>5} {'estab':>5} {'calls counted':>13} {'lost':>9} {'scrapes':>7} "
+          f"{'timeouts':>8} {'lat med':>9} {'max':>9} {'SIGTERM':>8} {'burst':>6}")
+    for r in results:
+        lat = r.get("latency_ms")
+        med = f"{lat['median']:7.1f}ms" if lat else "-"
+        mx = f"{lat['max']:7.1f}ms" if lat else "-"
+        term = f"{r['sigterm_s']:6.2f}s" if r.get("sigterm_s") is not None else ">60s"
+        print(f"{r['idle']:5d} {r['established']:5d} {r['calls_counted']:13.0f} {r['lost']:9.0f} "
+              f"{r['scrapes']:7d} {r['scrape_timeouts']:8d} {med:>9} {mx:>9} {term:>8} "
+              f"{r['burst_s']:5.2f}s")
+
+
 # ------------------------------------------------------------------------------ main
 def print_results(results):
     print(f"{'config':6} {'samples':>7} {'bytes':>7} {'lat med':>8} {'p90':>7} {'p99':>7} "
@@ -542,8 +712,29 @@ def main():
     ap.add_argument("--no-breakdown", action="store_true",
                     help="skip the /404 floor and the uprobe profile of the handler")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--idle", help="comma list of idle-connection counts (e.g. 0,20,200): the "
+                    "silent-client measurement instead of the configurations")
+    ap.add_argument("--calls", type=int, default=300000, help="getppid calls of the burst (--idle)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per idle count (--idle)")
     opts = ap.parse_args()
     opts.pmcprof = os.path.abspath(opts.pmcprof)
+    if opts.idle:
+        signal.signal(signal.SIGTERM, on_signal)
+        results = []
+        for n in [int(x) for x in opts.idle.split(",") if x]:
+            for _ in range(opts.repeat):
+                print(f"... {n} idle connections", file=sys.stderr, flush=True)
+                results.append(run_idle(opts, n))
+        print(f"{opts.calls} getppid calls per run; nproc {os.cpu_count()}, kernel "
+              f"{platform.release()}, loadavg {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print_idle(results)
+        if opts.json:
+            with open(opts.json, "w") as f:
+                json.dump({"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "calls": opts.calls,
+                           "machine": {"nproc": os.cpu_count(), "kernel": platform.release(),
+                                       "loadavg": os.getloadavg()},
+                           "idle_results": results}, f, indent=2)
+        return 0
     configs = [c for c in opts.configs.split(",") if c]
     for c in configs:
         if c not in CONFIGS:

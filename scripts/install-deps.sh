@@ -2,9 +2,13 @@
 # Installs every Debian 12 package pmcprof needs to build, test and benchmark.
 # Idempotent: packages already present are left alone, apt-get update runs only when needed.
 set -eu
+# serve: libmicrohttpd-dev (HTTP server, with GnuTLS), libgnutls28-dev, libyaml-cpp-dev (the web
+# config), libcrypt-dev (bcrypt); its tests: openssl (certificates), prometheus (promtool too),
+# systemd (systemd-analyze verify of the unit), adduser (the package's system user).
 PKGS="build-essential cmake pkg-config clang llvm libbpf-dev bpftool libcli11-dev nlohmann-json3-dev \
-libpfm4-dev libelf-dev zlib1g-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
-prometheus curl python3-jsonschema man-db qemu-system-x86 busybox-static"
+libpfm4-dev libelf-dev zlib1g-dev libre2-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
+prometheus curl python3-jsonschema man-db qemu-system-x86 busybox-static \
+libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd adduser"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

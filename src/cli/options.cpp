@@ -5,10 +5,36 @@
 #include "pmcprof/cli/commands.hpp"
 #include "pmcprof/cli/stat_options.hpp"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/number.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
 namespace {
+
+// Ranges of the numeric options. A millisecond option takes up to a year; a PID or TID up to
+// the kernel's PID_MAX_LIMIT (2^22 on 64-bit).
+constexpr std::uint64_t kMaxMs = 365ull * 24 * 3600 * 1000;
+constexpr std::uint64_t kMaxPid = 4194304;
+constexpr std::uint64_t kMaxRepeat = 1000000;
+constexpr std::uint64_t kMaxBufferPages = 65536;
+
+// A numeric option: its value goes through the one strict parser (parse_option_number), which
+// names the option in its message. CLI11's own conversion would take 0x10, 1e3 or wrap
+// 4294967297 to 1.
+template <typename T>
+CLI::Option* add_number(CLI::App& app, const std::string& flags, T& target, const char* option,
+                        std::uint64_t min, std::uint64_t max, const std::string& help,
+                        const char* unit = "") {
+  return app
+      .add_option_function<std::string>(
+          flags,
+          [&target, option, min, max, unit](const std::string& v) {
+            target = static_cast<long long>(parse_option_number(v, option, min, max, unit));
+          },
+          help)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
 
 // `serve` takes stat's flags except those about a finite report (-I, -r, -x, -j, -o).
 void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
@@ -20,18 +46,23 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
   stat.add_flag("-a,--all-cpus", o.all_cpus, "Count on every online CPU (system-wide)");
   stat.add_option("-C,--cpu", o.cpu_list, "Count on these CPUs only, e.g. 0,2-3")
       ->type_name("LIST");
-  stat.add_option("-p,--pid", o.pid, "Count an existing process (all its threads)")
+  add_number(stat, "-p,--pid", o.pid, "-p", 1, kMaxPid,
+             "Count an existing process (all its threads)")
       ->type_name("PID");
-  stat.add_option("-t,--tid", o.tid, "Count one existing thread")->type_name("TID");
+  add_number(stat, "-t,--tid", o.tid, "-t", 1, kMaxPid, "Count one existing thread")
+      ->type_name("TID");
   stat.add_flag("-A,--per-cpu,--no-aggr", o.per_cpu, "One line per CPU instead of the sum");
   if (!for_serve) {
-    stat.add_option("-I,--interval-print", o.interval_ms, "Print deltas every MS milliseconds")
+    add_number(stat, "-I,--interval-print", o.interval_ms, "-I", 10, kMaxMs,
+               "Print deltas every MS milliseconds", "ms")
         ->type_name("MS");
   }
-  stat.add_option("--timeout", o.timeout_ms, "Stop counting after MS milliseconds")
+  add_number(stat, "--timeout", o.timeout_ms, "--timeout", 1, kMaxMs,
+             "Stop counting after MS milliseconds", "ms")
       ->type_name("MS");
   if (!for_serve) {
-    stat.add_option("-r,--repeat", o.repeat, "Run the command N times; show mean and stddev")
+    add_number(stat, "-r,--repeat", o.repeat, "-r", 1, kMaxRepeat,
+               "Run the command N times; show mean and stddev")
         ->type_name("N");
   }
   if (!for_serve) {
@@ -59,8 +90,8 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
       ->type_name("KEY");
   stat.add_flag("--no-sched-hook", o.no_sched_hook,
                 "No sched_switch hook: lowest overhead, wrong for functions that sleep or migrate");
-  stat.add_option("--buffer-pages", o.buffer_pages,
-                  "Per-CPU pages of the per-call stream's ring (power of two)")
+  add_number(stat, "--buffer-pages", o.buffer_pages, "--buffer-pages", 1, kMaxBufferPages,
+             "Per-CPU pages of the per-call stream's ring (power of two)")
       ->type_name("N");
   stat.add_flag("--no-compensate", o.no_compensate,
                 "Keep the probe's own calibrated cost in per-call values (it is still reported)");
@@ -83,10 +114,23 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
       ->type_name("NAME");
 }
 
+// An error line never echoes a whole argument: past kMaxErrorLine characters it is cut, with
+// the length said (the parsers quote arguments shortened already; this catches the rest, e.g.
+// CLI11's own messages).
+constexpr std::size_t kMaxErrorLine = 300;
+std::string error_line(std::string_view what) {
+  return shortened(what, kMaxErrorLine);
+}
+
+void print_error(const Error& e) {
+  std::cerr << "pmcprof: " << error_line(e.what()) << "\n";
+  if (!e.hint().empty()) std::cerr << "HINT: " << error_line(e.hint()) << "\n";
+}
+
 // Turns CLI11's parse errors into pmcprof's one-line form.
 int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-  std::cerr << "pmcprof: " << e.what() << "\n";
+  std::cerr << "pmcprof: " << error_line(e.what()) << "\n";
   std::cerr << "HINT: see 'pmcprof --help' or 'pmcprof SUBCOMMAND --help'\n";
   return kExitUsage;
 }
@@ -121,6 +165,10 @@ int run_cli(int argc, char** argv) {
                    "ADDR:PORT to serve on (default 127.0.0.1:9464; other addresses only when "
                    "given)")
       ->type_name("ADDR:PORT");
+  serve
+      ->add_option("--web.config.file", serve_opts.web_config_file,
+                   "TLS and basic authentication: a Prometheus exporter-toolkit web config (YAML)")
+      ->type_name("FILE");
 
   DoctorOptions doctor_opts;
   CLI::App* doctor = app.add_subcommand("doctor", "Probe what this kernel allows");
@@ -132,6 +180,9 @@ int run_cli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return report_parse_error(app, e);
+  } catch (const Error& e) {  // a numeric option's value, from parse_option_number
+    print_error(e);
+    return e.exit_code();
   }
 
   try {
@@ -143,8 +194,9 @@ int run_cli(int argc, char** argv) {
       // pmcprof does not know, not a command (after "--" anything goes).
       if (!stat_opts.command.empty() && stat_opts.command.front().size() > 1 &&
           stat_opts.command.front()[0] == '-')
-        throw UserError("unknown option '" + stat_opts.command.front() + "' for 'pmcprof stat'",
-                        "see 'pmcprof stat --help'; put the command after --");
+        throw UserError(
+            "unknown option " + quote(stat_opts.command.front()) + " for 'pmcprof stat'",
+            "see 'pmcprof stat --help'; put the command after --");
       if (stat_opts.command.empty()) stat_opts.command = app.remaining();
       if (!stat_opts.command.empty() && stat_opts.command.front() == "--")
         stat_opts.command.erase(stat_opts.command.begin());
@@ -158,8 +210,7 @@ int run_cli(int argc, char** argv) {
     if (list->parsed()) return run_list_command(list_opts, std::cout);
     if (doctor->parsed()) return run_doctor_command(doctor_opts, std::cout);
   } catch (const Error& e) {
-    std::cerr << "pmcprof: " << e.what() << "\n";
-    if (!e.hint().empty()) std::cerr << "HINT: " << e.hint() << "\n";
+    print_error(e);
     return e.exit_code();
   }
   return kExitUsage;

@@ -1,12 +1,21 @@
 // `pmcprof serve`: counts continuously (stat's events, --func, -G) and serves /metrics in the
 // Prometheus text format. One per host; a Prometheus server scrapes the fleet.
+//
+// Two sides that never wait for each other: the measurement thread (this one: the run loop,
+// the counters, the per-call stream) and the serving threads (libmicrohttpd's). A scrape asks
+// the measurement thread for the totals through a LiveFeed and renders them itself.
+#include <atomic>
 #include <iostream>
+#include <variant>
 
 #include "pmcprof/cli/stat_options.hpp"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/report/prometheus.hpp"
 #include "pmcprof/run/counting_run.hpp"
 #include "pmcprof/run/function_session.hpp"
 #include "pmcprof/run/http_server.hpp"
+#include "pmcprof/run/live_feed.hpp"
+#include "pmcprof/run/web_config.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -15,56 +24,71 @@ namespace pmcprof {
 namespace {
 
 constexpr const char* kIndexPage =
-    "<html><head><title>pmcprof</title></head><body><h1>pmcprof</h1>"
-    "<p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
+    "<html><head><title>pmcprof</title></head><body><h1>pmcprof</h1><ul>"
+    "<li><a href=\"/metrics\">/metrics</a>: the counts so far, for Prometheus</li>"
+    "<li><a href=\"/-/healthy\">/-/healthy</a>: 200 while pmcprof serves</li>"
+    "<li><a href=\"/-/ready\">/-/ready</a>: 200 while pmcprof counts</li>"
+    "</ul></body></html>\n";
 
-// Answers HTTP requests from whatever the run has made live so far.
-template <typename Report>
-class MetricsPage {
+// How long a scrape waits for the measurement thread before it gives up with 503. The
+// measurement thread answers between two drains of the stream: normally well under 1 ms.
+constexpr std::chrono::milliseconds kLiveTimeout{5000};
+
+// The pages, answered on the serving threads.
+class Pages {
  public:
-  explicit MetricsPage(const char* mode) : mode_(mode) {}
-  void set_live(std::function<Report()> live) { live_ = std::move(live); }
+  Pages(LiveFeed& feed, const char* mode) : feed_(feed), mode_(mode) {}
 
-  HttpResponse handle(const std::string& method, const std::string& path) {
+  HttpResponse handle(const HttpRequest& req) {
     HttpResponse r;
-    if (method != "GET" && method != "HEAD") {
-      r.status = 405;
-      r.body = "only GET\n";
-      return r;
-    }
-    if (path == "/") {
+    if (req.path == "/") {
       r.content_type = "text/html; charset=utf-8";
       r.body = kIndexPage;
       return r;
     }
-    if (path != "/metrics") {
+    if (req.path == "/-/healthy") {
+      r.content_type = "text/plain; charset=utf-8";
+      r.body = "pmcprof is Healthy.\n";
+      return r;
+    }
+    if (req.path == "/-/ready") {
+      r.content_type = "text/plain; charset=utf-8";
+      const bool live = feed_.live();
+      r.status = live ? 200 : 503;
+      r.body = live ? "pmcprof is Ready.\n" : "pmcprof is not counting (starting or stopping).\n";
+      return r;
+    }
+    if (req.path != "/metrics") {
       r.status = 404;
+      r.content_type = "text/plain; charset=utf-8";
       r.body = "not found: try /metrics\n";
       return r;
     }
     PrometheusStatus status;
     status.mode = mode_;
+    auto report = feed_.request(kLiveTimeout);
+    if (!report && feed_.live()) {
+      r.status = 503;
+      r.content_type = "text/plain; charset=utf-8";
+      r.body = "pmcprof's measurement did not answer within 5 s\n";
+      return r;
+    }
     status.scrapes = ++scrapes_;
-    status.up = static_cast<bool>(live_);
-    if (!live_) {
+    status.up = static_cast<bool>(report);
+    if (!report) {
       r.body = render_prometheus(nullptr, nullptr, status);
+    } else if (const auto* c = std::get_if<CountingReport>(report.get())) {
+      r.body = render_prometheus(c, nullptr, status);
     } else {
-      Report report = live_();
-      r.body = render(report, status);
+      r.body = render_prometheus(nullptr, &std::get<FunctionReport>(*report), status);
     }
     return r;
   }
 
  private:
-  static std::string render(const CountingReport& r, const PrometheusStatus& s) {
-    return render_prometheus(&r, nullptr, s);
-  }
-  static std::string render(const FunctionReport& r, const PrometheusStatus& s) {
-    return render_prometheus(nullptr, &r, s);
-  }
+  LiveFeed& feed_;
   const char* mode_;
-  std::function<Report()> live_;
-  std::uint64_t scrapes_ = 0;
+  std::atomic<std::uint64_t> scrapes_{0};
 };
 
 void validate_serve(const ServeOptions& opts) {
@@ -77,42 +101,63 @@ void validate_serve(const ServeOptions& opts) {
                     "see 'pmcprof serve --help'");
 }
 
+// Wraps a mode's typed live function into the feed's source (empty: not live).
+template <typename Report>
+LiveFeed::Source source_of(std::function<Report()> live) {
+  if (!live) return {};
+  return [live = std::move(live)] { return LiveReport(live()); };
+}
+
 }  // namespace
 
 int run_serve_command(const ServeOptions& opts) {
   validate_serve(opts);
   const ListenAddress address = parse_listen_address(opts.listen);
+  const WebConfig web =
+      opts.web_config_file.empty() ? WebConfig{} : load_web_config(opts.web_config_file);
   StatOptions stat = opts.stat;
   // Serving is continuous and host-wide unless a process is named.
   if (!stat.pid && !stat.tid && !stat.cpu_list) stat.all_cpus = true;
   validate_stat_options(stat);
 
-  // Bind first: a port in use fails before anything is opened or attached.
-  HttpServer server(address);
+  LiveFeed feed;
+  Pages pages(feed, stat.funcs.empty() ? "counting" : "function");
+  const HttpLimits limits;
+  // Each connection is a descriptor, beside the counters' (which raise the limit further).
+  raise_nofile_limit(limits.max_connections + 256);
+  // Bind first: a port in use fails before anything is opened or attached. From here on,
+  // scrapes are answered (pmcprof_up 0 until counting is live).
+  HttpServer server(
+      address, web, [&](const HttpRequest& req) { return pages.handle(req); }, limits,
+      stat.verbose);
+  // However the run ends (an error too), requests waiting for the feed are released before
+  // the server stops and joins its threads.
+  struct FeedCloser {
+    LiveFeed& feed;
+    ~FeedCloser() { feed.set_source({}); }
+  } closer{feed};
   PfmLibrary pfm;
   EventResolver resolver(pfm);
   auto specs = stat.events_given ? parse_event_list(join(stat.events, ",")) : default_events();
   auto groups = resolver.resolve(specs);
-  if (!opts.stat.quiet) std::cerr << "pmcprof: serving http://" << address.text() << "/metrics\n";
+  if (!opts.stat.quiet) std::cerr << "pmcprof: serving " << server.url() << "/metrics\n";
 
   if (!stat.funcs.empty()) {
-    MetricsPage<FunctionReport> page("function");
     FunctionPlan plan = make_function_plan(stat, std::move(groups));
     // Lossless cumulative sums in the kernel, unless a breakdown needs the stream.
     if (plan.aggregate == AggregateChoice::both) plan.aggregate = AggregateChoice::kernel;
-    plan.readers.push_back({server.fd(), [&] {
-                              server.serve_one([&](auto& m, auto& p) { return page.handle(m, p); });
-                            }});
-    plan.on_live = [&](std::function<FunctionReport()> live) { page.set_live(std::move(live)); };
+    plan.readers.push_back(feed.reader());
+    plan.on_live = [&](std::function<FunctionReport()> live) {
+      feed.set_source(source_of(std::move(live)));
+    };
     run_function_mode(plan, nullptr);
     return kExitOk;
   }
-  MetricsPage<CountingReport> page("counting");
   CountingPlan plan = make_counting_plan(stat, std::move(groups));
-  plan.readers.push_back({server.fd(), [&] {
-                            server.serve_one([&](auto& m, auto& p) { return page.handle(m, p); });
-                          }});
-  plan.on_live = [&](std::function<CountingReport()> live) { page.set_live(std::move(live)); };
+  plan.readers.push_back(feed.reader());
+  plan.on_live = [&](std::function<CountingReport()> live) {
+    feed.set_source(source_of(std::move(live)));
+  };
   run_counting(plan, nullptr);
   return kExitOk;
 }

@@ -1,4 +1,8 @@
-#include <fstream>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 
 #include "pmcprof/cli/choices.hpp"
@@ -10,6 +14,7 @@
 #include "pmcprof/run/counting_run.hpp"
 #include "pmcprof/run/function_session.hpp"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/output.hpp"
 #include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
@@ -19,25 +24,55 @@ namespace {
 constexpr long long kMinIntervalMs = 10;
 
 // Where the report goes: stderr like perf stat, a file with -o FILE, stdout with -o -.
+// Every write is checked (CheckedOutput). The file is opened non-blocking, so a FIFO without
+// a reader is refused at once instead of hanging; other files then block as usual. A write
+// that fails while intervals are printed stops the run as SIGTERM would (the measurement can
+// no longer be delivered: a closed pipe, a full disk); finish() says so in one line.
 class ReportSink {
  public:
   explicit ReportSink(const std::optional<std::string>& path) {
-    if (!path) return;
-    if (*path == "-") {
-      stream_ = &std::cout;
-      return;
+    if (!path) {
+      name_ = "stderr";
+      out_.emplace(STDERR_FILENO, false);
+    } else if (*path == "-") {
+      name_ = "stdout";
+      out_.emplace(STDOUT_FILENO, false);
+    } else {
+      name_ = quote(*path);
+      const int fd =
+          ::open(path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+      if (fd < 0) {
+        const int err = errno;
+        if (err == ENXIO)
+          throw UserError("cannot write the report to " + name_ + ": it is a FIFO with no reader",
+                          "start its reader first, or write to a regular file");
+        throw UserError("cannot write the report to " + name_ + ": " + errno_string(err),
+                        "check that the directory exists and is writable");
+      }
+      out_.emplace(fd, true);
+      const int flags = fcntl(fd, F_GETFL);
+      if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     }
-    file_.open(*path, std::ios::out | std::ios::trunc);
-    if (!file_)
-      throw UserError("cannot write the report to '" + *path + "': " + errno_string(errno),
-                      "check that the directory exists and is writable");
-    stream_ = &file_;
+    out_->set_on_error([](int) { ::kill(::getpid(), SIGTERM); });
   }
-  std::ostream& stream() { return *stream_; }
+  std::ostream& stream() { return *out_; }
+  // The run is over: a failed write no longer has a run to stop.
+  void run_ended() { out_->set_on_error({}); }
+
+  // Flushes and closes; a write that failed (now or before) makes the exit status 1, with one
+  // line. Otherwise the run's own status (the workload's) stands.
+  int finish(int exit_code) {
+    out_->set_on_error({});
+    const int err = out_->close();
+    if (!err) return exit_code;
+    std::cerr << "pmcprof: cannot write the report to " << name_ << ": " << errno_string(err)
+              << "\n";
+    return kExitFailure;
+  }
 
  private:
-  std::ofstream file_;
-  std::ostream* stream_ = &std::cerr;
+  std::string name_;
+  std::optional<CheckedOutput> out_;
 };
 
 // -G values: comma lists, the option repeatable.
@@ -50,6 +85,14 @@ std::vector<std::string> cgroup_names(const StatOptions& opts) {
 
 // -p / -t of a task that does not exist: one line, before anything is opened.
 void require_task(pid_t id, bool thread) {
+  // -p of a thread id other than the process's: the run would watch a task that is not a
+  // process (and count the whole process): refused, saying which is which.
+  if (!thread)
+    if (auto tgid = thread_group_of(id); tgid && *tgid != id)
+      throw UserError("-p " + std::to_string(id) + " is a thread of process " +
+                          std::to_string(*tgid) + ", not a process id",
+                      "count the process with -p " + std::to_string(*tgid) +
+                          ", or this thread alone with -t " + std::to_string(id));
   if (process_exists(id)) return;
   throw UserError(
       std::string(thread ? "no thread with TID " : "no process with PID ") + std::to_string(id),
@@ -106,6 +149,7 @@ CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGro
     plan.cgroups = open_cgroups(cgroup_names(opts), mount);
     for (const auto& spec : opts.for_each_cgroup)
       for (auto& cg : expand_for_each_cgroup(spec, mount)) plan.cgroups.push_back(std::move(cg));
+    merge_duplicate_cgroups(plan.cgroups);
   }
   if (plan.pid) require_task(*plan.pid, false);
   if (plan.tid) require_task(*plan.tid, true);
@@ -195,6 +239,7 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   FunctionPlan plan;
   plan.groups = std::move(groups);
   for (const auto& f : opts.funcs) plan.targets.push_back(parse_func_target(f));
+  check_distinct_targets(plan.targets);
   plan.system_wide = opts.all_cpus;
   if (opts.pid) {
     plan.pid = static_cast<pid_t>(*opts.pid);
@@ -212,8 +257,10 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.compensate = !opts.no_compensate;
   plan.verbose = opts.verbose;
   plan.quiet = opts.quiet;
-  if (!opts.cgroups.empty())
+  if (!opts.cgroups.empty()) {
     plan.filter_cgroups = open_cgroups(cgroup_names(opts), cgroup2_mount_point());
+    merge_duplicate_cgroups(plan.filter_cgroups);
+  }
   return plan;
 }
 
@@ -222,8 +269,9 @@ int run_function_stat(const StatOptions& opts, std::vector<ResolvedGroup> groups
   ReportSink sink(opts.output);
   auto renderer = make_func_renderer(render_options(opts), sink.stream());
   FunctionOutcome outcome = run_function_mode(plan, renderer.get());
+  sink.run_ended();
   renderer->final(outcome.report);
-  return outcome.exit_code;
+  return sink.finish(outcome.exit_code);
 }
 
 int run_stat_command(const StatOptions& opts) {
@@ -244,8 +292,9 @@ int run_stat_command(const StatOptions& opts) {
     runs.push_back(std::move(outcome.report));
     if (runs.back().interrupted) break;
   }
+  sink.run_ended();
   renderer->final(runs.size() == 1 ? runs.front() : combine_runs(runs));
-  return exit_code;
+  return sink.finish(exit_code);
 }
 
 }  // namespace pmcprof

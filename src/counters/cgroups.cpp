@@ -1,6 +1,8 @@
 #include "pmcprof/counters/cgroups.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <re2/re2.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -8,7 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <regex>
+#include <unordered_set>
 
 #include "pmcprof/platform/mountinfo.hpp"
 #include "pmcprof/util/error.hpp"
@@ -40,7 +42,7 @@ Cgroup open_one(const std::string& abs_path, const std::string& mount) {
   cg.abs_path = abs_path;
   cg.path = cgroup_relative_path(mount, abs_path);
   cg.id = inode_of(abs_path);
-  if (!cg.id) throw UserError("cannot open cgroup " + abs_path + ": " + errno_string(errno));
+  if (!cg.id) throw UserError("cannot open cgroup " + quote(abs_path) + ": " + errno_string(errno));
   if (cg.path != "/")
     for (char c : cg.path) cg.level += c == '/';
   return cg;
@@ -69,7 +71,7 @@ CgroupBackend resolve_cgroup_backend(CgroupBackend requested, std::size_t n_cgro
 
 Fd Cgroup::open_dir() const {
   Fd fd(::open(abs_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) throw UserError("cannot open cgroup " + abs_path + ": " + errno_string(errno));
+  if (!fd) throw UserError("cannot open cgroup " + quote(abs_path) + ": " + errno_string(errno));
   return fd;
 }
 
@@ -100,23 +102,74 @@ std::vector<Cgroup> open_cgroups(const std::vector<std::string>& names, const st
     const bool absolute = !name.empty() && name[0] == '/' && starts_with(name, mount);
     if (!absolute) abs = mount + (name[0] == '/' ? "" : "/") + name;
     std::error_code ec;
+    if (name.size() > PATH_MAX)
+      throw UserError("cgroup " + quote(name) + " is too long for a path (at most " +
+                          std::to_string(PATH_MAX) + " characters)",
+                      "list them with: ls " + mount);
     if (!fs::is_directory(abs, ec)) {
       // An absolute path outside the v2 mount may be a v1 hierarchy: say so.
       if (name[0] == '/' && fs::is_directory(name, ec) && !is_cgroup2_dir(name))
-        throw UserError("cgroup '" + name + "' is not in the cgroup v2 hierarchy (mounted at " +
-                            mount + "); v1 cgroups cannot be counted",
+        throw UserError("cgroup " + quote(name) +
+                            " is not in the cgroup v2 hierarchy (mounted at " + mount +
+                            "); v1 cgroups cannot be counted",
                         "give a path under " + mount);
-      throw UserError("cgroup '" + name + "' does not exist (searched " + abs +
-                          ", the cgroup v2 "
-                          "mount is " +
-                          mount + ")",
+      throw UserError("cgroup " + quote(name) + " does not exist (searched " + quote(abs) +
+                          ", the cgroup v2 mount is " + mount + ")",
                       "list them with: ls " + mount);
     }
     if (!is_cgroup2_dir(abs))
-      throw UserError("'" + abs + "' is not a cgroup v2 directory", "give a path under " + mount);
-    out.push_back(open_one(fs::canonical(abs).string(), mount));
+      throw UserError(quote(abs) + " is not a cgroup v2 directory", "give a path under " + mount);
+    const fs::path canonical = fs::canonical(abs, ec);
+    if (ec) throw UserError("cannot open cgroup " + quote(abs) + ": " + ec.message());
+    out.push_back(open_one(canonical.string(), mount));
   }
   return out;
+}
+
+void merge_duplicate_cgroups(std::vector<Cgroup>& cgroups) {
+  std::unordered_set<std::uint64_t> seen;
+  std::vector<Cgroup> out;
+  for (auto& cg : cgroups)
+    if (seen.insert(cg.id).second) out.push_back(std::move(cg));
+  cgroups = std::move(out);
+}
+
+struct CgroupPattern::Impl {
+  explicit Impl(const std::string& spec, const RE2::Options& o) : re(spec, o) {}
+  RE2 re;
+};
+
+namespace {
+RE2::Options pattern_options() {
+  RE2::Options o;
+  o.set_log_errors(false);  // the error goes into pmcprof's one line instead
+  o.set_max_mem(8 << 20);   // compiled program and DFA cache
+  return o;
+}
+constexpr const char* kPatternHint =
+    "give a directory like system.slice or a pattern like '^/system.slice/.*'";
+}  // namespace
+
+CgroupPattern::CgroupPattern(const std::string& spec) {
+  if (spec.size() > kMaxCgroupPattern)
+    throw UserError("--for-each-cgroup " + quote(spec) +
+                        " is not a cgroup directory, and too long for a regular expression (at "
+                        "most " +
+                        std::to_string(kMaxCgroupPattern) + " characters)",
+                    kPatternHint);
+  impl_ = std::make_unique<Impl>(spec, pattern_options());
+  if (!impl_->re.ok())
+    throw UserError("--for-each-cgroup " + quote(spec) +
+                        " is neither a cgroup directory nor a valid regular expression (" +
+                        shortened(impl_->re.error(), 80) + ")",
+                    kPatternHint);
+}
+
+CgroupPattern::~CgroupPattern() = default;
+CgroupPattern::CgroupPattern(CgroupPattern&&) noexcept = default;
+
+bool CgroupPattern::search(const std::string& path) const {
+  return RE2::PartialMatch(path, impl_->re);
 }
 
 std::vector<std::string> list_cgroup_dirs(const std::string& root_abs) {
@@ -139,27 +192,20 @@ std::vector<Cgroup> expand_for_each_cgroup(const std::string& spec, const std::s
   if (spec == "/" || spec.empty()) dir = mount;
   if (!fs::is_directory(dir, ec) && starts_with(spec, mount)) dir = spec;
   std::vector<Cgroup> out;
-  if (fs::is_directory(dir, ec) && is_cgroup2_dir(dir)) {
+  if (dir.size() <= PATH_MAX && fs::is_directory(dir, ec) && is_cgroup2_dir(dir)) {
     for (const auto& d : list_cgroup_dirs(dir)) out.push_back(open_one(d, mount));
     if (out.empty())
-      throw UserError("--for-each-cgroup '" + spec + "': " + dir + " has no cgroups below it",
+      throw UserError("--for-each-cgroup " + quote(spec) + ": " + dir + " has no cgroups below it",
                       "give its parent, or name it with -G");
     return out;
   }
-  std::regex re;
-  try {
-    re = std::regex(spec, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw UserError("--for-each-cgroup '" + spec + "' is neither a cgroup directory under " +
-                        mount + " nor a valid regular expression (" + e.what() + ")",
-                    "give a directory like system.slice or a pattern like '^/system.slice/.*'");
-  }
+  const CgroupPattern pattern(spec);
   for (const auto& d : list_cgroup_dirs(mount)) {
     std::string rel = cgroup_relative_path(mount, d);
-    if (std::regex_search(rel, re)) out.push_back(open_one(d, mount));
+    if (pattern.search(rel)) out.push_back(open_one(d, mount));
   }
   if (out.empty())
-    throw UserError("--for-each-cgroup '" + spec + "' matches no cgroup under " + mount,
+    throw UserError("--for-each-cgroup " + quote(spec) + " matches no cgroup under " + mount,
                     "list them with: find " + mount + " -type d");
   return out;
 }

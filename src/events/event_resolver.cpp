@@ -58,10 +58,11 @@ ResolvedEvent EventResolver::resolve(const EventSpec& spec) const {
       std::string hint = close.empty()
                              ? "'pmcprof list' shows the events libpfm4 knows"
                              : "did you mean " + join(close, ", ") + "? ('pmcprof list' shows all)";
-      throw UserError("unknown event '" + spec.name + "'", hint);
+      throw UserError("unknown event " + quote(spec.name), hint);
     }
-    throw UserError("event '" + spec.text + "': " + pfm_strerror(rc),
-                    "'pmcprof list " + spec.name + "' shows its valid unit masks and attributes");
+    throw UserError("event " + quote(spec.text) + ": " + pfm_strerror(rc),
+                    "'pmcprof list " + shortened(spec.name, 64) +
+                        "' shows its valid unit masks and attributes");
   }
   if (fstr) {
     ev.canonical = fstr;

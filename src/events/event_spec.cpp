@@ -1,6 +1,8 @@
 #include "pmcprof/events/event_spec.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <unordered_set>
 
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -9,6 +11,8 @@ namespace pmcprof {
 
 namespace {
 
+// libpfm4 names with all their attributes stay well below this.
+constexpr std::size_t kMaxEventLength = 512;
 constexpr const char* kEventHint = "write events as -e a,b,{c,d}:u ('pmcprof list' shows names)";
 
 // Letters only, and either a lower-case letter (cycles:u, cycles:ukD) or nothing but the
@@ -29,6 +33,10 @@ EventModifiers parse_modifiers(std::string_view mods, std::string_view token) {
   EventModifiers m;
   m.text = std::string(mods);
   for (char c : mods) {
+    // Each letter once (p up to three times): task-clock:uuuu is a typo, not a request.
+    if (c != 'p' && std::count(mods.begin(), mods.end(), c) > 1)
+      throw UserError("modifier '" + std::string(1, c) + "' repeated in event " + quote(token),
+                      kEventHint);
     switch (c) {
       case 'u':
         m.user = true;
@@ -53,12 +61,12 @@ EventModifiers parse_modifiers(std::string_view mods, std::string_view token) {
         break;
       case 'p':
         if (++m.precise > 3)
-          throw UserError("too many 'p' modifiers in '" + std::string(token) + "' (at most ppp)",
+          throw UserError("too many 'p' modifiers in " + quote(token) + " (at most ppp)",
                           kEventHint);
         break;
       default:
-        throw UserError("unknown modifier '" + std::string(1, c) + "' in event '" +
-                            std::string(token) + "' (valid: " + std::string(kModifierLetters) + ")",
+        throw UserError("unknown modifier " + quote(std::string_view(&c, 1)) + " in event " +
+                            quote(token) + " (valid: " + std::string(kModifierLetters) + ")",
                         kEventHint);
     }
   }
@@ -76,7 +84,11 @@ void merge_modifiers(EventSpec& ev, const EventModifiers& group_mods) {
   m.pinned |= group_mods.pinned;
   m.exclude_idle |= group_mods.exclude_idle;
   m.precise = std::max(m.precise, group_mods.precise);
-  m.text += group_mods.text;
+  // {a:u,b}:u is a:u: a letter the event has already is not repeated.
+  for (char c : group_mods.text)
+    if (c == 'p' ? std::count(m.text.begin(), m.text.end(), 'p') < m.precise
+                 : m.text.find(c) == std::string::npos)
+      m.text += c;
   ev.text = ev.name + ":" + m.text;
 }
 
@@ -88,11 +100,10 @@ std::vector<std::string> split_top_level(std::string_view text) {
   for (char c : text) {
     if (c == '{') {
       if (depth > 0)
-        throw UserError("nested groups are not allowed in '" + std::string(text) + "'", kEventHint);
+        throw UserError("nested groups are not allowed in " + quote(text), kEventHint);
       ++depth;
     } else if (c == '}') {
-      if (depth == 0)
-        throw UserError("unbalanced '}' in event list '" + std::string(text) + "'", kEventHint);
+      if (depth == 0) throw UserError("unbalanced '}' in event list " + quote(text), kEventHint);
       --depth;
     }
     if (c == ',' && depth == 0) {
@@ -103,7 +114,7 @@ std::vector<std::string> split_top_level(std::string_view text) {
     }
   }
   if (depth != 0)
-    throw UserError("unterminated group in event list '" + std::string(text) + "': missing '}'",
+    throw UserError("unterminated group in event list " + quote(text) + ": missing '}'",
                     kEventHint);
   items.push_back(cur);
   return items;
@@ -116,18 +127,16 @@ EventGroupSpec parse_group(std::string_view item, std::string_view whole) {
   EventModifiers group_mods;
   if (!after.empty()) {
     if (after.front() != ':' || after.size() == 1)
-      throw UserError(
-          "unexpected '" + std::string(after) + "' after group in '" + std::string(whole) + "'",
-          kEventHint);
+      throw UserError("unexpected " + quote(after) + " after group in " + quote(whole),
+                      kEventHint);
     group_mods = parse_modifiers(after.substr(1), item);
   }
   if (trim(inner).empty())
-    throw UserError("empty group '{}' in event list '" + std::string(whole) + "'", kEventHint);
+    throw UserError("empty group '{}' in event list " + quote(whole), kEventHint);
   EventGroupSpec group;
   group.grouped = true;
   for (const auto& tok : split(inner, ',')) {
-    if (trim(tok).empty())
-      throw UserError("empty event name in group '" + std::string(item) + "'", kEventHint);
+    if (trim(tok).empty()) throw UserError("empty event name in group " + quote(item), kEventHint);
     EventSpec ev = parse_event(trim(tok));
     merge_modifiers(ev, group_mods);
     group.events.push_back(std::move(ev));
@@ -142,8 +151,12 @@ EventSpec parse_event(std::string_view token) {
   EventSpec ev;
   ev.text = std::string(token);
   if (token.empty()) throw UserError("empty event name", kEventHint);
+  if (token.size() > kMaxEventLength)
+    throw UserError("event name " + quote(token) + " is too long (at most " +
+                        std::to_string(kMaxEventLength) + " characters)",
+                    kEventHint);
   if (token.find_first_of("{} \t") != std::string_view::npos)
-    throw UserError("invalid character in event name '" + std::string(token) + "'", kEventHint);
+    throw UserError("invalid character in event name " + quote(token), kEventHint);
   auto colon = token.rfind(':');
   if (colon != std::string_view::npos && colon + 1 < token.size() &&
       (colon == 0 || token[colon - 1] != ':') && looks_like_modifiers(token.substr(colon + 1))) {
@@ -153,7 +166,7 @@ EventSpec parse_event(std::string_view token) {
     ev.name = std::string(token);
   }
   if (ev.name.empty() || ev.name.back() == ':')
-    throw UserError("missing event name in '" + std::string(token) + "'", kEventHint);
+    throw UserError("missing event name in " + quote(token), kEventHint);
   return ev;
 }
 
@@ -162,18 +175,25 @@ std::vector<EventGroupSpec> parse_event_list(std::string_view text) {
   std::vector<EventGroupSpec> groups;
   for (const auto& raw : split_top_level(text)) {
     std::string_view item = trim(raw);
-    if (item.empty())
-      throw UserError("empty event name in event list '" + std::string(text) + "'", kEventHint);
+    if (item.empty()) throw UserError("empty event name in event list " + quote(text), kEventHint);
     if (item.front() == '{') {
       groups.push_back(parse_group(item, text));
       continue;
     }
     if (item.find('}') != std::string_view::npos)
-      throw UserError("unbalanced '}' in event list '" + std::string(text) + "'", kEventHint);
+      throw UserError("unbalanced '}' in event list " + quote(text), kEventHint);
     EventGroupSpec single;
     single.events.push_back(parse_event(item));
     groups.push_back(std::move(single));
   }
+  // An event listed twice would be counted twice and reported as two rows (or, in function
+  // mode, collide as one JSON key): refused.
+  std::unordered_set<std::string> seen;
+  for (const auto& g : groups)
+    for (const auto& ev : g.events)
+      if (!seen.insert(ev.text).second)
+        throw UserError("event " + quote(ev.text) + " is listed twice in -e",
+                        "count each event once");
   return groups;
 }
 

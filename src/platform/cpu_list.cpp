@@ -12,9 +12,9 @@ namespace {
 int parse_cpu_id(std::string_view s, std::string_view whole) {
   unsigned long long v;
   if (!parse_u64(trim(s), v) || v > 65535)
-    throw UserError("invalid CPU list '" + std::string(whole) + "': '" + std::string(s) +
-                        "' is not a CPU number",
-                    "use a list like -C 0,2-3");
+    throw UserError(
+        "invalid CPU list " + quote(whole) + ": " + quote(s) + " is not a CPU number (0-65535)",
+        "use a list like -C 0,2-3");
   return static_cast<int>(v);
 }
 
@@ -33,8 +33,8 @@ std::vector<int> parse_cpu_list(std::string_view text) {
     int lo = parse_cpu_id(std::string_view(part).substr(0, dash), text);
     int hi = parse_cpu_id(std::string_view(part).substr(dash + 1), text);
     if (hi < lo)
-      throw UserError("invalid CPU list '" + std::string(text) + "': range '" + part +
-                      "' goes backwards");
+      throw UserError("invalid CPU list " + quote(text) + ": range " + quote(part) +
+                      " goes backwards");
     for (int c = lo; c <= hi; ++c) cpus.push_back(c);
   }
   std::sort(cpus.begin(), cpus.end());

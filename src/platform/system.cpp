@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "pmcprof/platform/cpu_list.hpp"
+#include "pmcprof/platform/perf_event.hpp"
 #include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
@@ -80,8 +81,32 @@ bool process_exists(pid_t pid) {
 Fd open_pidfd(pid_t pid, bool thread) {
   constexpr unsigned kPidfdThread = O_EXCL;
   long fd = syscall(SYS_pidfd_open, pid, thread ? kPidfdThread : 0u);
-  if (fd < 0 && thread) fd = syscall(SYS_pidfd_open, pid, 0u);
+  if (fd < 0 && thread && errno == EINVAL) return open_thread_exit_fd(pid);
   return Fd(fd < 0 ? -1 : static_cast<int>(fd));
+}
+
+Fd open_thread_exit_fd(pid_t tid) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_DUMMY;
+  attr.disabled = 1;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  const int fd = sys_perf_event_open(attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  return Fd(fd < 0 ? -1 : fd);
+}
+
+std::optional<pid_t> thread_group_of(pid_t id) {
+  if (id <= 0) return std::nullopt;
+  auto status = read_file("/proc/" + std::to_string(id) + "/status");
+  if (!status) return std::nullopt;
+  for (const auto& line : split(*status, '\n')) {
+    if (!starts_with(line, "Tgid:")) continue;
+    unsigned long long tgid = 0;
+    if (parse_u64(trim(std::string_view(line).substr(5)), tgid)) return static_cast<pid_t>(tgid);
+  }
+  return std::nullopt;
 }
 
 std::vector<pid_t> process_threads(pid_t pid) {

@@ -47,7 +47,8 @@ std::string ensure_tracefs_mounted() {
     if (looks_like_tracefs(*dir)) return *dir;
     // Mounted but closed to us (tracefs is mode 0700): mounting again would not help.
     if (errno == EACCES || errno == EPERM) {
-      throw UserError("cannot read tracefs at " + *dir + ": " + std::strerror(errno), "run as root",
+      throw UserError("cannot read tracefs at " + *dir + ": " + std::strerror(errno),
+                      "run as root, or grant CAP_DAC_READ_SEARCH (tracefs is root's, mode 0700)",
                       kExitFailure);
     }
   }

@@ -143,8 +143,15 @@ std::string resolve_binary(const std::string& binary, std::optional<pid_t> pid) 
 }
 
 ElfFunction find_elf_function(const std::string& path, const std::string& symbol) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw UserError("cannot open " + path + ": " + errno_string(errno), "check the path");
+  // Non-blocking, and only a regular file is read: a FIFO or a device named as a binary is
+  // refused at once instead of blocking pmcprof forever.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd)
+    throw UserError("cannot open " + quote(path) + ": " + errno_string(errno), "check the path");
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw UserError(quote(path) + " is not a regular file, so not an executable or a library",
+                    "give an executable or a shared library");
   if (elf_version(EV_CURRENT) == EV_NONE) throw SystemError("libelf is too old");
   std::unique_ptr<Elf, ElfCloser> elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF)

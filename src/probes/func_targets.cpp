@@ -79,6 +79,21 @@ std::vector<AttachPoint> resolve_targets(const std::vector<FuncTarget>& targets,
     }
     points.push_back(std::move(p));
   }
+  // Two --func naming one function through different names (libc:getppid and c:getppid,
+  // ./w:f and /abs/w:f) would share one probe address and report 0 calls each: refused.
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) {
+      const AttachPoint &a = points[j], &b = points[i];
+      std::error_code ec;
+      const bool same = a.backend == ProbeBackend::uprobe && b.backend == ProbeBackend::uprobe
+                            ? a.file_offset == b.file_offset &&
+                                  std::filesystem::equivalent(a.binary, b.binary, ec)
+                            : a.target.kind == b.target.kind && a.target.name == b.target.name;
+      if (same)
+        throw UserError("--func " + quote(a.target.text) + " and " + quote(b.target.text) +
+                            " name the same function",
+                        "give each function once");
+    }
   return points;
 }
 

@@ -12,6 +12,21 @@ namespace {
 constexpr const char* kFuncHint =
     "use --func NAME (kernel), --func syscall:NAME, or --func /path/to/binary:SYMBOL";
 
+// Longest names accepted: a syscall's tracepoint directory name must fit NAME_MAX with its
+// sys_enter_ prefix; kernel symbols are at most KSYM_NAME_LEN (512); user symbols (C++ mangled
+// names can be long) and paths at most PATH_MAX.
+constexpr std::size_t kMaxSyscallName = 64;
+constexpr std::size_t kMaxKernelName = 512;
+constexpr std::size_t kMaxUserName = 4096;
+
+void check_length(std::string_view name, std::size_t max, const char* what,
+                  const std::string& text) {
+  if (name.size() > max)
+    throw UserError(std::string(what) + " in --func " + quote(text) + " is too long (at most " +
+                        std::to_string(max) + " characters)",
+                    kFuncHint);
+}
+
 bool valid_identifier(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s) {
@@ -58,20 +73,23 @@ FuncTarget parse_func_target(std::string_view raw) {
   FuncTarget t;
   t.text = std::string(text);
   if (text.empty()) throw UserError("empty --func", kFuncHint);
+  check_length(text, 2 * kMaxUserName, "the target", t.text);
 
   if (auto rest = strip_prefix(text, "syscall:"); !rest.empty() || text == "syscall:") {
     if (starts_with(rest, "sys_")) rest.remove_prefix(4);  // sys_getppid -> getppid
+    check_length(rest, kMaxSyscallName, "the syscall name", t.text);
     if (!valid_identifier(rest))
       throw UserError(
-          "invalid syscall name in --func '" + t.text + "'",
+          "invalid syscall name in --func " + quote(t.text),
           "e.g. --func syscall:getppid (names as in /sys/kernel/tracing/events/syscalls)");
     t.kind = FuncTarget::Kind::syscall;
     t.name = std::string(rest);
     return t;
   }
   if (auto rest = strip_prefix(text, "kernel:"); !rest.empty() || text == "kernel:") {
+    check_length(rest, kMaxKernelName, "the kernel function name", t.text);
     if (!valid_identifier(rest))
-      throw UserError("invalid kernel function name in --func '" + t.text + "'", kFuncHint);
+      throw UserError("invalid kernel function name in --func " + quote(t.text), kFuncHint);
     t.kind = FuncTarget::Kind::kernel;
     t.name = std::string(rest);
     return t;
@@ -79,10 +97,11 @@ FuncTarget parse_func_target(std::string_view raw) {
   auto colon = text.rfind(':');
   if (colon == std::string_view::npos) {
     if (text.find('/') != std::string_view::npos)
-      throw UserError("--func '" + t.text + "' names a file but no symbol",
+      throw UserError("--func " + quote(t.text) + " names a file but no symbol",
                       "write PATH:SYMBOL, e.g. --func /usr/bin/bash:readline");
+    check_length(text, kMaxKernelName, "the kernel function name", t.text);
     if (!valid_identifier(text))
-      throw UserError("invalid kernel function name in --func '" + t.text + "'", kFuncHint);
+      throw UserError("invalid kernel function name in --func " + quote(t.text), kFuncHint);
     t.kind = FuncTarget::Kind::kernel;
     t.name = std::string(text);
     return t;
@@ -91,11 +110,25 @@ FuncTarget parse_func_target(std::string_view raw) {
   t.binary = std::string(text.substr(0, colon));
   t.name = std::string(text.substr(colon + 1));
   if (t.name.empty())
-    throw UserError("--func '" + t.text + "' has no symbol after ':'",
+    throw UserError("--func " + quote(t.text) + " has no symbol after ':'",
                     "write PATH:SYMBOL, e.g. --func libc:malloc");
+  check_length(t.binary, kMaxUserName, "the file name", t.text);
+  check_length(t.name, kMaxUserName, "the symbol", t.text);
   if (!valid_identifier(t.name))
-    throw UserError("invalid symbol '" + t.name + "' in --func '" + t.text + "'", kFuncHint);
+    throw UserError("invalid symbol " + quote(t.name) + " in --func " + quote(t.text), kFuncHint);
   return t;
+}
+
+void check_distinct_targets(const std::vector<FuncTarget>& targets) {
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) {
+      const FuncTarget &a = targets[j], &b = targets[i];
+      if (a.kind == b.kind && a.name == b.name && a.binary == b.binary)
+        throw UserError(a.text == b.text ? "--func " + quote(a.text) + " is given twice"
+                                         : "--func " + quote(a.text) + " and " + quote(b.text) +
+                                               " name the same function",
+                        "give each function once");
+    }
 }
 
 ProbeBackend choose_kernel_backend(const std::string& func, BackendRequest request,

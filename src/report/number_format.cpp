@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "pmcprof/util/strings.hpp"
+
 namespace pmcprof {
 
 std::string format_fixed(double value, int decimals) {
@@ -33,6 +35,19 @@ std::string pad_left(const std::string& s, std::size_t width) {
 
 std::string pad_right(const std::string& s, std::size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+std::string csv_field(const std::string& s, const std::string& sep) {
+  std::string f = escape_bytes(s);
+  const bool quote_it =
+      f.find('"') != std::string::npos || f.find_first_of(sep) != std::string::npos;
+  if (!quote_it) return f;
+  std::string out = "\"";
+  for (char c : f) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
 }
 
 }  // namespace pmcprof

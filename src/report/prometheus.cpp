@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pmcprof/stream/histogram.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
@@ -199,7 +200,10 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
 
 }  // namespace
 
-std::string prometheus_escape(const std::string& value) {
+std::string prometheus_escape(const std::string& raw) {
+  // Label values must be valid UTF-8 (one bad byte and Prometheus rejects the whole page):
+  // bytes that are not, and control characters, become the text \xHH first.
+  const std::string value = escape_bytes(raw);
   std::string out;
   for (char c : value) {
     if (c == '\\')

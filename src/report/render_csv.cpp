@@ -5,6 +5,7 @@
 
 #include "pmcprof/report/number_format.hpp"
 #include "pmcprof/report/render.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
@@ -30,8 +31,9 @@ void print_rows(std::ostream& out, const CountingReport& report, const std::stri
     else if (summary)
       out << "summary" << sep;
     if (row.cpu) out << "CPU" << *row.cpu << sep;
-    out << csv_value(row) << sep << (row.unit == "ns" ? "msec" : "") << sep << row.event << sep;
-    if (row.cgroup) out << *row.cgroup << sep << row.cgroup_id.value_or(0) << sep;
+    out << csv_value(row) << sep << (row.unit == "ns" ? "msec" : "") << sep
+        << csv_field(row.event, sep) << sep;
+    if (row.cgroup) out << csv_field(*row.cgroup, sep) << sep << row.cgroup_id.value_or(0) << sep;
     if (report.runs > 1)
       out << (row.stddev_pct ? format_fixed(*row.stddev_pct, 2) + "%" : "") << sep;
     out << row.running_ns << sep << format_fixed(row.running_pct, 2) << sep;

@@ -7,12 +7,26 @@
 
 #include "pmcprof/report/func_report.hpp"
 #include "pmcprof/report/number_format.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
 namespace {
 
 using ojson = nlohmann::ordered_json;
+
+// Strings from outside (function names, thread names, cgroup paths, the command line): in
+// text and CSV every byte that is not UTF-8 and every control character becomes \xHH; in
+// JSON only the bytes that are not UTF-8 (JSON escapes control characters itself).
+std::string esc(const std::string& s) {
+  return escape_bytes(s);
+}
+std::string text(const std::string& s) {
+  return escape_bytes(s, false);
+}
+std::string dump(const ojson& j, int indent = -1) {
+  return j.dump(indent, ' ', false, ojson::error_handler_t::replace);
+}
 
 // ns -> "12.34 us" style, for per-call times that span ns to seconds.
 std::string format_duration(double ns) {
@@ -51,8 +65,8 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
 
 void text_rows(std::ostream& out, const FunctionReport& r) {
   for (const auto& f : r.functions) {
-    out << " " << f.function << "  [" << f.backend << "]";
-    if (!f.by_value.empty()) out << "  " << r.by << " " << f.by_value;
+    out << " " << esc(f.function) << "  [" << f.backend << "]";
+    if (!f.by_value.empty()) out << "  " << r.by << " " << esc(f.by_value);
     out << "\n";
     out << "   " << format_grouped(static_cast<double>(f.calls), 0)
         << (f.calls == 1 ? " call, " : " calls, ")
@@ -82,7 +96,7 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
         << pad_left("max", 14) << "\n";
     const std::uint64_t counted = f.calls - f.not_counted;
     for (const auto& e : f.events)
-      out << "   " << pad_right(e.event, 20) << dist_cells(e.per_call, e.unit, counted) << "\n";
+      out << "   " << pad_right(esc(e.event), 20) << dist_cells(e.per_call, e.unit, counted) << "\n";
     out << "   " << pad_right("wall time", 20) << dist_cells(f.wall, "ns", f.calls) << "\n";
     out << "   " << pad_right("on-CPU time", 20) << dist_cells(f.oncpu, "ns", counted) << "\n";
     if (auto m = func_metric(f)) {
@@ -110,7 +124,7 @@ std::string bias_line(const ProbeBiasRow& b) {
 }
 
 void text_final(std::ostream& out, const FunctionReport& r) {
-  out << "\n Function counter stats for '" << r.target << "' (" << r.aggregation
+  out << "\n Function counter stats for '" << esc(r.target) << "' (" << r.aggregation
       << " aggregation):\n\n";
   text_rows(out, r);
   for (const auto& b : r.probe_bias) out << bias_line(b) << "\n";
@@ -159,7 +173,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
   j["schema"] = kJsonSchema;
   j["type"] = type;
   j["mode"] = "function";
-  j["target"] = r.target;
+  j["target"] = text(r.target);
   j["aggregation"] = r.aggregation;
   if (!r.by.empty()) j["by"] = r.by;
   if (r.interval_s) j["interval"] = *r.interval_s;
@@ -194,9 +208,9 @@ ojson report_json(const FunctionReport& r, const char* type) {
   ojson funcs = ojson::array();
   for (const auto& f : r.functions) {
     ojson fj;
-    fj["function"] = f.function;
+    fj["function"] = text(f.function);
     fj["backend"] = f.backend;
-    if (!r.by.empty()) fj[r.by] = f.by_value;
+    if (!r.by.empty()) fj[r.by] = text(f.by_value);
     if (f.cgroup_id) fj["cgroup_id"] = *f.cgroup_id;
     fj["calls"] = f.calls;
     fj["not_counted"] = f.not_counted;
@@ -221,7 +235,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
     for (const auto& e : f.events) {
       ojson ej = dist_json(e.per_call);
       ej["unit"] = e.unit.empty() ? "count" : e.unit;
-      events[e.event] = std::move(ej);
+      events[text(e.event)] = std::move(ej);
     }
     fj["events"] = std::move(events);
     if (auto m = func_metric(f)) fj["metric"] = {{"value", m->value}, {"unit", m->unit}};
@@ -241,9 +255,9 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
       out << format_fixed(*r.interval_s, 9) << sep;
     else if (summary)
       out << "summary" << sep;
-    out << f.function << sep << f.backend << sep << f.by_value << sep << f.calls << sep
-        << f.not_counted << sep << f.lost << sep << name << sep << (unit.empty() ? "" : unit)
-        << sep;
+    out << csv_field(f.function, sep) << sep << f.backend << sep << csv_field(f.by_value, sep)
+        << sep << f.calls << sep << f.not_counted << sep << f.lost << sep << csv_field(name, sep)
+        << sep << (unit.empty() ? "" : unit) << sep;
     // Columns after p99: min, max, calls measured, estimated (0/1), aggregation, and the
     // function's calls seen but not measured or summed (too deep, unmatched, abandoned,
     // re-entered, without state, not aggregated).
@@ -315,15 +329,15 @@ class JsonFuncRenderer : public FuncReportRenderer {
  public:
   JsonFuncRenderer(std::ostream& out, bool ndjson) : out_(out), streaming_(ndjson) {}
   void interval(const FunctionReport& r) override {
-    out_ << report_json(r, "interval").dump() << '\n';
+    out_ << dump(report_json(r, "interval")) << '\n';
     out_.flush();
     streaming_ = true;
   }
   void final(const FunctionReport& r) override {
     FunctionReport whole = r;
     whole.interval_s.reset();
-    out_ << (streaming_ ? report_json(whole, "summary").dump()
-                        : report_json(whole, "report").dump(2))
+    out_ << (streaming_ ? dump(report_json(whole, "summary"))
+                        : dump(report_json(whole, "report"), 2))
          << '\n';
     out_.flush();
   }

@@ -6,12 +6,24 @@
 #include <sstream>
 
 #include "pmcprof/report/render.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
 namespace {
 
 using ojson = nlohmann::ordered_json;
+
+// Strings from outside (command lines, cgroup paths, event names) as valid UTF-8: a byte that
+// is not UTF-8 becomes the text \xHH (JSON escapes control characters itself).
+std::string text(const std::string& s) {
+  return escape_bytes(s, false);
+}
+
+// Serialized without ever throwing on bytes: anything that escaped text() is replaced (U+FFFD).
+std::string dump(const ojson& j, int indent = -1) {
+  return j.dump(indent, ' ', false, ojson::error_handler_t::replace);
+}
 
 // Integral values go out as JSON integers (no "81.0"; every double >= 2^53 is integral and
 // exact as a uint64), fractional ones as doubles.
@@ -23,10 +35,10 @@ ojson number(double v) {
 
 ojson counter_json(const CountingReport& report, const CounterRow& row) {
   ojson c;
-  c["event"] = row.event;
+  c["event"] = text(row.event);
   if (row.cpu) c["cpu"] = *row.cpu;
   if (row.cgroup) {
-    c["cgroup"] = *row.cgroup;
+    c["cgroup"] = text(*row.cgroup);
     c["cgroup_id"] = row.cgroup_id.value_or(0);
     c["cgroup_removed"] = row.cgroup_removed;
   }
@@ -51,7 +63,7 @@ ojson report_json(const CountingReport& report, const char* type) {
   j["schema"] = kJsonSchema;
   j["type"] = type;
   j["mode"] = "counting";
-  j["target"] = report.target;
+  j["target"] = text(report.target);
   if (report.interval_s) j["interval"] = *report.interval_s;
   j["timestamp_unix_ns"] = report.timestamp_unix_ns;
   j["elapsed_ns"] = report.elapsed_ns;
@@ -70,7 +82,7 @@ class JsonRenderer : public ReportRenderer {
  public:
   JsonRenderer(std::ostream& out, bool ndjson) : out_(out), streaming_(ndjson) {}
   void interval(const CountingReport& report) override {
-    out_ << report_json(report, "interval").dump() << '\n';
+    out_ << dump(report_json(report, "interval")) << '\n';
     out_.flush();
     streaming_ = true;
   }
@@ -78,9 +90,9 @@ class JsonRenderer : public ReportRenderer {
     CountingReport whole = report;
     whole.interval_s.reset();
     if (streaming_)
-      out_ << report_json(whole, "summary").dump() << '\n';
+      out_ << dump(report_json(whole, "summary")) << '\n';
     else
-      out_ << report_json(whole, "report").dump(2) << '\n';
+      out_ << dump(report_json(whole, "report"), 2) << '\n';
     out_.flush();
   }
 

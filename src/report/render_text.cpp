@@ -6,6 +6,7 @@
 
 #include "pmcprof/report/number_format.hpp"
 #include "pmcprof/report/render.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
@@ -58,9 +59,11 @@ std::string counter_line(const CountingReport& report, const CounterRow& row) {
     line += t;
   }
   if (row.cpu) line += pad_right("CPU" + std::to_string(*row.cpu), 8);
-  line += value_field(row) + " " + unit_field(row) + " " + pad_right(row.event, kEventWidth);
+  line += value_field(row) + " " + unit_field(row) + " " +
+          pad_right(escape_bytes(row.event), kEventWidth);
   if (row.cgroup)
-    line += " " + pad_right(*row.cgroup + (row.cgroup_removed ? " (removed)" : ""), 24);
+    line +=
+        " " + pad_right(escape_bytes(*row.cgroup) + (row.cgroup_removed ? " (removed)" : ""), 24);
   std::string metric = metric_field(report, row);
   std::string noise = noise_field(row);
   bool multiplexed = row.status == CounterStatus::ok && row.running_pct < 100.0;
@@ -83,7 +86,7 @@ void print_rows(std::ostream& out, const CountingReport& report) {
 }
 
 void print_final(std::ostream& out, const CountingReport& report) {
-  out << "\n Performance counter stats for '" << report.target << "'";
+  out << "\n Performance counter stats for '" << escape_bytes(report.target) << "'";
   if (report.runs > 1) out << " (" << report.runs << " runs)";
   out << ":\n\n";
   CountingReport whole = report;

@@ -82,13 +82,6 @@ std::string describe_function_target(const FunctionPlan& plan) {
   return describe_target(cp);
 }
 
-// A SIGINT or SIGTERM waiting in the blocked set: the run loop will see it; attaching stops.
-bool stop_requested() {
-  sigset_t pending;
-  if (sigpending(&pending) != 0) return false;
-  return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1;
-}
-
 using KeyedStats = std::map<FuncKey, FuncStats>;
 
 std::vector<FuncProbeStats> minus(std::vector<FuncProbeStats> now,
@@ -344,7 +337,7 @@ void FunctionSession::attach() {
   Progress progress("attaching", s.points.size(), s.plan.quiet);
   const bool say = s.plan.verbose && !s.plan.quiet;
   s.attachments.attach(s.object, s.points, [&](const AttachPoint& p) {
-    if (stop_requested()) return false;
+    stop_if_interrupted("attaching");
     progress.step(p.func_id + 1);
     if (say)
       std::cerr << "pmcprof: attaching " << p.target.text << " with " << to_string(p.backend)

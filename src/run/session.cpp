@@ -35,7 +35,8 @@ RunEnd Run::drive(Session& session) {
 
   session.stop();
   end.end_ns = monotonic_ns();
-  if (workload_) end.exit_status = workload_->finish(end.why == StopReason::workload_exited);
+  if (workload_)
+    end.exit_status = workload_->finish(end.why == StopReason::workload_exited, loop.stop_signal());
   session.finish(end);
   return end;
 }

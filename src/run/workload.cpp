@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
@@ -16,10 +17,54 @@
 
 namespace pmcprof {
 
+namespace {
+
+// The signal state pmcprof started with, restored in the workload before exec.
+struct StartupSignals {
+  bool taken = false;
+  sigset_t mask{};
+};
+StartupSignals& startup() {
+  static StartupSignals s;
+  return s;
+}
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+}  // namespace
+
+void take_stop_signals() {
+  const sigset_t stop = stop_signals();
+  sigprocmask(SIG_BLOCK, &stop, &startup().mask);
+  startup().taken = true;
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGTTOU, SIG_IGN);
+}
+
+int pending_stop_signal() {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return 0;
+  if (sigismember(&pending, SIGINT) == 1) return SIGINT;
+  if (sigismember(&pending, SIGTERM) == 1) return SIGTERM;
+  return 0;
+}
+
+void stop_if_interrupted(const char* during) {
+  const int sig = pending_stop_signal();
+  if (!sig) return;
+  throw UserError(std::string("interrupted by SIG") + sigabbrev_np(sig) + " while " + during +
+                      ": nothing was counted",
+                  {}, 128 + sig);
+}
+
 SignalBlocker::SignalBlocker() {
-  sigemptyset(&blocked_);
-  sigaddset(&blocked_, SIGINT);
-  sigaddset(&blocked_, SIGTERM);
+  blocked_ = stop_signals();
   sigprocmask(SIG_BLOCK, &blocked_, &previous_);
 }
 
@@ -31,6 +76,46 @@ SignalBlocker::~SignalBlocker() {
   }
   sigprocmask(SIG_SETMASK, &previous_, nullptr);
 }
+
+const sigset_t& SignalBlocker::previous() const {
+  return startup().taken ? startup().mask : previous_;
+}
+
+namespace {
+
+// The guard: a child of pmcprof in a session of its own (a signal to pmcprof's process group
+// does not reach it), with every signal blocked and no descriptor but its pipe. It waits on
+// the pipe: a byte means pmcprof ended the workload itself; EOF without one means pmcprof died
+// (SIGKILL, a crash) with the workload's group still there: the guard ends the group (SIGTERM,
+// then SIGKILL after a second) and exits.
+[[noreturn]] void run_guard(int pipe_fd, pid_t group) {
+  setsid();
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  prctl(PR_SET_NAME, "pmcprof-guard");
+  if (pipe_fd != 3) {
+    dup2(pipe_fd, 3);
+  }
+  const int null_fd = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3; ++fd)
+    if (null_fd >= 0 && null_fd != fd) dup2(null_fd, fd);
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  char c;
+  ssize_t n;
+  do n = ::read(3, &c, 1);
+  while (n < 0 && errno == EINTR);
+  if (n == 1) _exit(0);
+  if (::kill(-group, SIGTERM) != 0) _exit(0);
+  for (int i = 0; i < 100; ++i) {
+    if (::kill(-group, 0) != 0) _exit(0);
+    usleep(10000);
+  }
+  ::kill(-group, SIGKILL);
+  _exit(0);
+}
+
+}  // namespace
 
 int shell_status(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -50,14 +135,25 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 
+  // A foreground job of a terminal keeps one process group, so that the terminal's Ctrl-C and
+  // Ctrl-Z still reach the command and the shell still controls the job; anywhere else the
+  // command gets a group of its own, which pmcprof ends with itself.
+  bool foreground = false;
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO})
+    foreground |= isatty(fd) && tcgetpgrp(fd) == getpgrp();
+  const bool own_group = !foreground;
+
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw SystemError("fork: " + errno_string(errno));
   if (pid == 0) {
     // Child: wait for the go byte (EOF means the parent gave up), then exec.
+    if (own_group) setpgid(0, 0);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTTOU, SIG_DFL);
     sigprocmask(SIG_SETMASK, &child_sigmask, nullptr);
-    // If pmcprof dies (even by SIGKILL) its workload is told, like an interrupted run.
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    // If pmcprof dies (even by SIGKILL) its workload dies with it: SIGKILL cannot be ignored.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(kExitFailure);
     char c;
     ssize_t n;
@@ -71,6 +167,20 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
   }
   Workload w;
   w.pid_ = pid;
+  w.own_group_ = own_group;
+  if (own_group) {
+    setpgid(pid, pid);  // as the child does: whichever runs first, the group exists
+    int guard[2];
+    if (pipe2(guard, O_CLOEXEC) == 0) {
+      Fd guard_read(guard[0]), guard_write(guard[1]);
+      const pid_t g = fork();
+      if (g == 0) run_guard(guard_read.get(), pid);
+      if (g > 0) {
+        w.guard_pid_ = g;
+        w.guard_pipe_ = std::move(guard_write);
+      }
+    }
+  }
   w.go_pipe_ = std::move(go_write);
   w.err_pipe_ = std::move(err_read);
   w.command_line_ = join(argv, " ");
@@ -81,6 +191,9 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
 
 Workload::Workload(Workload&& o) noexcept
     : pid_(std::exchange(o.pid_, -1)),
+      own_group_(o.own_group_),
+      guard_pid_(std::exchange(o.guard_pid_, -1)),
+      guard_pipe_(std::move(o.guard_pipe_)),
       reaped_(o.reaped_),
       status_(o.status_),
       pidfd_(std::move(o.pidfd_)),
@@ -90,7 +203,28 @@ Workload::Workload(Workload&& o) noexcept
       program_(std::move(o.program_)) {}
 
 Workload::~Workload() {
-  if (pid_ > 0 && !reaped_) terminate(SIGKILL, 0);
+  if (pid_ > 0 && (!reaped_ || (own_group_ && !group_gone()))) terminate(SIGKILL, 0);
+  release_guard();
+}
+
+void Workload::signal_group(int sig) const {
+  ::kill(own_group_ ? -pid_ : pid_, sig);
+}
+
+// The group is gone when no process is left in it (a zombie of it still counts until its new
+// parent reaps it).
+bool Workload::group_gone() const {
+  return !own_group_ || (::kill(-pid_, 0) != 0 && errno == ESRCH);
+}
+
+void Workload::release_guard() {
+  if (guard_pid_ <= 0) return;
+  char done = 1;
+  (void)!::write(guard_pipe_.get(), &done, 1);
+  guard_pipe_.reset();
+  while (waitpid(guard_pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  guard_pid_ = -1;
 }
 
 void Workload::start() {
@@ -122,27 +256,34 @@ std::optional<int> Workload::try_reap() {
   return std::nullopt;
 }
 
-int Workload::finish(bool exited) {
+int Workload::finish(bool exited, int sig) {
   if (exited)
-    if (auto status = try_reap()) return *status;
-  return exited ? terminate(SIGKILL, 200) : terminate(SIGTERM, 1000);
+    if (auto status = try_reap()) {
+      release_guard();  // what the command left running in the background is its own
+      return *status;
+    }
+  return exited ? terminate(SIGKILL, 200) : terminate(sig ? sig : SIGTERM, 1000);
 }
 
 int Workload::terminate(int sig, int grace_ms) {
-  if (auto s = try_reap()) return *s;
-  ::kill(pid_, sig);
+  if (!reaped_ || !group_gone()) signal_group(sig);
   for (int waited = 0; waited < grace_ms; waited += 10) {
-    if (auto s = try_reap()) return *s;
+    const bool leader_done = try_reap().has_value();
+    if (leader_done && group_gone()) break;
     usleep(10000);
   }
-  if (auto s = try_reap()) return *s;
-  ::kill(pid_, SIGKILL);
-  int st = 0;
-  while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+  if (!try_reap() || !group_gone()) signal_group(SIGKILL);
+  if (!reaped_) {
+    int st = 0;
+    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    status_ = st;
   }
-  reaped_ = true;
-  status_ = st;
-  return shell_status(st);
+  // SIGKILLed members vanish as soon as their parent (init or a subreaper) reaps them.
+  for (int i = 0; i < 100 && !group_gone(); ++i) usleep(1000);
+  release_guard();
+  return shell_status(status_);
 }
 
 }  // namespace pmcprof

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
+#include <utility>
 
 #include "pmcprof/util/error.hpp"
 
@@ -95,6 +96,102 @@ bool parse_u64(std::string_view s, unsigned long long& out) {
   if (s.empty()) return false;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 10);
   return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace pmcprof
+
+namespace pmcprof {
+
+std::size_t utf8_sequence_length(std::string_view s) {
+  if (s.empty()) return 0;
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // beyond U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < n || b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t i = 2; i < n; ++i)
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  return n;
+}
+
+bool is_valid_utf8(std::string_view s) {
+  while (!s.empty()) {
+    const std::size_t n = utf8_sequence_length(s);
+    if (n == 0) return false;
+    s.remove_prefix(n);
+  }
+  return true;
+}
+
+std::string escape_bytes(std::string_view s, bool controls) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  while (!s.empty()) {
+    const std::size_t n = utf8_sequence_length(s);
+    const auto c = static_cast<unsigned char>(s.front());
+    if (n == 0 || (controls && n == 1 && (c < 0x20 || c == 0x7F))) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+      s.remove_prefix(1);
+      continue;
+    }
+    out.append(s.substr(0, n));
+    s.remove_prefix(n);
+  }
+  return out;
+}
+
+namespace {
+
+// Where to cut `s` to keep `max` characters (UTF-8 sequences, or single bytes where the text
+// is not UTF-8), and how many characters it has.
+std::pair<std::size_t, std::size_t> cut_point(std::string_view s, std::size_t max) {
+  std::size_t chars = 0, cut = s.size();
+  for (std::size_t i = 0; i < s.size(); ++chars) {
+    if (chars == max) cut = i;
+    const std::size_t n = utf8_sequence_length(s.substr(i));
+    i += n ? n : 1;
+  }
+  return {cut, chars};
+}
+
+std::string characters(std::size_t n) {
+  std::string count = std::to_string(n), grouped;
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    if (i && (count.size() - i) % 3 == 0) grouped += ',';
+    grouped += count[i];
+  }
+  return "(" + grouped + " characters)";
+}
+
+}  // namespace
+
+std::string shortened(std::string_view s, std::size_t max) {
+  const auto [cut, chars] = cut_point(s, max);
+  if (chars <= max) return escape_bytes(s);
+  return escape_bytes(s.substr(0, cut)) + "\u2026 " + characters(chars);
+}
+
+std::string quote(std::string_view s, std::size_t max) {
+  const auto [cut, chars] = cut_point(s, max);
+  if (chars <= max) return "'" + escape_bytes(s) + "'";
+  return "'" + escape_bytes(s.substr(0, cut)) + "\u2026' " + characters(chars);
 }
 
 }  // namespace pmcprof

@@ -61,6 +61,7 @@ int run_stat_command(const StatOptions& opts);
 struct ServeOptions {
   StatOptions stat;
   std::string listen = "127.0.0.1:9464";
+  std::string web_config_file;  // --web.config.file: TLS and basic auth ("" = plain HTTP)
 };
 int run_serve_command(const ServeOptions& opts);
 

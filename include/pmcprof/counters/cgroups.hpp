@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,9 +36,32 @@ std::string cgroup_relative_path(const std::string& mount, const std::string& ab
 // Throws UserError for one that does not exist (naming the mount searched) or a v1 path.
 std::vector<Cgroup> open_cgroups(const std::vector<std::string>& names, const std::string& mount);
 
+// Keeps the first of cgroups that are the same directory (same id): a cgroup named twice, or
+// by -G and matched by --for-each-cgroup, is counted once.
+void merge_duplicate_cgroups(std::vector<Cgroup>& cgroups);
+
+// A --for-each-cgroup regular expression (RE2 syntax, close to ECMAScript's without
+// backreferences and lookaround): matched in time linear in the path whatever the pattern,
+// compiled without recursion and within a memory bound, so no pattern can crash or hang
+// pmcprof. Patterns longer than kMaxCgroupPattern characters are refused.
+inline constexpr std::size_t kMaxCgroupPattern = 1024;
+class CgroupPattern {
+ public:
+  // Throws UserError naming the pattern (shortened) and what is wrong with it.
+  explicit CgroupPattern(const std::string& spec);
+  ~CgroupPattern();
+  CgroupPattern(CgroupPattern&&) noexcept;
+  // True when the pattern matches anywhere in `path` (like std::regex_search).
+  bool search(const std::string& path) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // --for-each-cgroup: every cgroup below a directory (relative or absolute), or, when the
-// argument is not a directory, every cgroup whose relative path matches it as an ECMAScript
-// regex. Throws UserError when nothing matches.
+// argument is not a directory, every cgroup whose relative path matches it as a
+// CgroupPattern. Throws UserError when nothing matches.
 std::vector<Cgroup> expand_for_each_cgroup(const std::string& spec, const std::string& mount);
 
 // Every cgroup directory below `root_abs` (recursively, not `root_abs` itself), sorted.

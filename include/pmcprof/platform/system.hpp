@@ -26,9 +26,18 @@ std::optional<int> perf_event_paranoid();
 bool has_effective_capability(int cap);
 
 bool process_exists(pid_t pid);
-// A pidfd that becomes readable when the process (or, with `thread`, the thread: PIDFD_THREAD,
-// Linux 6.9+, else its process) exits; invalid when it is already gone.
+// An fd that becomes readable when the process exits (a pidfd: a process whose leader thread
+// exits first ends when its last thread does), or, with `thread`, when that one thread exits
+// (a PIDFD_THREAD pidfd on Linux 6.9+, else open_thread_exit_fd). Invalid when the task is
+// already gone (or, without `thread`, when `pid` is not a process id but another thread's).
 Fd open_pidfd(pid_t pid, bool thread = false);
+// Before Linux 6.9 a pidfd watches only a whole process: a thread's end is seen through a
+// software dummy perf event on it, which poll() reports as hung up (POLLHUP) once its task has
+// exited. Invalid when the thread is gone or cannot be watched.
+Fd open_thread_exit_fd(pid_t tid);
+// The process (thread group) a task id belongs to: itself for a process id, the process for
+// the id of one of its other threads; nullopt when there is no such task.
+std::optional<pid_t> thread_group_of(pid_t id);
 
 // Thread ids of a process (/proc/PID/task), sorted; empty when the process is gone.
 std::vector<pid_t> process_threads(pid_t pid);

@@ -27,6 +27,11 @@ struct FuncTarget {
 // Throws UserError on malformed input.
 FuncTarget parse_func_target(std::string_view text);
 
+// Refuses two --func that name the same function as written (syscall:getppid and
+// syscall:sys_getppid, NAME and kernel:NAME, the same PATH:SYMBOL twice): one probe would
+// serve both and each would report 0 calls. Throws UserError naming both.
+void check_distinct_targets(const std::vector<FuncTarget>& targets);
+
 const char* to_string(FuncTarget::Kind kind);
 
 // Backends that attach a function probe.

@@ -15,4 +15,10 @@ std::string format_fixed(double value, int decimals);
 std::string pad_left(const std::string& s, std::size_t width);
 std::string pad_right(const std::string& s, std::size_t width);
 
+// A text field of a CSV row (event, cgroup path, function, comm): bytes escaped as in text
+// (escape_bytes: \xHH for bytes that are not UTF-8 and for control characters, so a field
+// never holds a line break), then, when it contains the separator or a double quote, quoted
+// as RFC 4180 does: "a,b" and "say ""hi""".
+std::string csv_field(const std::string& s, const std::string& sep);
+
 }  // namespace pmcprof

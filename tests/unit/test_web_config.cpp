@@ -1,0 +1,271 @@
+// run/web_config.hpp: the exporter-toolkit web config (YAML), bcrypt checks, basic auth cache.
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <memory>
+
+#include "pmcprof/run/web_config.hpp"
+#include "pmcprof/util/error.hpp"
+
+using namespace pmcprof;
+
+namespace {
+
+// bcrypt of "pmcprof" at cost 4 (libcrypt), fast enough for unit tests.
+constexpr const char* kHash = "$2b$04$vLya7ADKHl4SxdJpwDspjO6UDv.LVqYCm5O5PrS0pCzLBkcKt/52S";
+
+std::string export_pem(int (*fn)(void*, gnutls_x509_crt_fmt_t, void*, size_t*), void* obj) {
+  std::string out(16384, '\0');
+  size_t size = out.size();
+  EXPECT_EQ(fn(obj, GNUTLS_X509_FMT_PEM, out.data(), &size), 0);
+  out.resize(size);
+  return out;
+}
+
+// A self-signed certificate and its key, made with GnuTLS (no openssl needed here).
+struct KeyPair {
+  std::string cert, key;
+};
+KeyPair make_key_pair() {
+  gnutls_x509_privkey_t key;
+  gnutls_x509_crt_t crt;
+  gnutls_x509_privkey_init(&key);
+  EXPECT_EQ(gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
+                                         GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0),
+            0);
+  gnutls_x509_crt_init(&crt);
+  gnutls_x509_crt_set_version(crt, 3);
+  const unsigned char serial[] = {1};
+  gnutls_x509_crt_set_serial(crt, serial, sizeof(serial));
+  gnutls_x509_crt_set_activation_time(crt, std::time(nullptr) - 60);
+  gnutls_x509_crt_set_expiration_time(crt, std::time(nullptr) + 3600);
+  gnutls_x509_crt_set_dn(crt, "CN=pmcprof unit test", nullptr);
+  gnutls_x509_crt_set_key(crt, key);
+  EXPECT_EQ(gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0), 0);
+  KeyPair kp;
+  kp.cert = export_pem(reinterpret_cast<int (*)(void*, gnutls_x509_crt_fmt_t, void*, size_t*)>(
+                           &gnutls_x509_crt_export),
+                       crt);
+  kp.key = export_pem(reinterpret_cast<int (*)(void*, gnutls_x509_crt_fmt_t, void*, size_t*)>(
+                          &gnutls_x509_privkey_export),
+                      key);
+  gnutls_x509_crt_deinit(crt);
+  gnutls_x509_privkey_deinit(key);
+  return kp;
+}
+
+// A private directory with files, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/pmcprof-webcfg-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    for (const auto& f : files_) std::remove(f.c_str());
+    rmdir(path_.c_str());
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p) << text;
+    files_.push_back(p);
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::vector<std::string> files_;
+};
+
+std::string error_of(const std::string& yaml, const std::string& dir = "/nonexistent") {
+  try {
+    parse_web_config(yaml, "web.yml", dir);
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code(), kExitUsage);
+    EXPECT_FALSE(e.hint().empty());
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for:\n" << yaml;
+  return {};
+}
+
+}  // namespace
+
+TEST(WebConfig, EmptyMeansPlainHttpWithoutAuth) {
+  for (const char* text : {"", "# nothing\n", "---\n"}) {
+    WebConfig c = parse_web_config(text, "web.yml", "/x");
+    EXPECT_FALSE(c.tls);
+    EXPECT_TRUE(c.basic_auth_users.empty());
+  }
+  // tls_server_config without certificate or client settings: still plain HTTP (toolkit rule).
+  EXPECT_FALSE(parse_web_config("tls_server_config:\n  min_version: TLS13\n", "w", "/x").tls);
+}
+
+TEST(WebConfig, BasicAuthUsersOnly) {
+  WebConfig c = parse_web_config(
+      std::string("basic_auth_users:\n  alice: ") + kHash + "\n" + "  bob: '" + kHash + "'\n",
+      "web.yml", "/x");
+  EXPECT_FALSE(c.tls);
+  ASSERT_EQ(c.basic_auth_users.size(), 2u);
+  EXPECT_EQ(c.basic_auth_users.at("alice"), kHash);
+}
+
+TEST(WebConfig, RefusesWhatItDoesNotUnderstand) {
+  EXPECT_NE(error_of("tls_server_config: [unclosed\n")
+                .find("not valid YAML: line 2, column 1: end of sequence flow not found"),
+            std::string::npos);
+  EXPECT_NE(error_of("- a\n- b\n").find("top level must be a mapping"), std::string::npos);
+  EXPECT_NE(error_of("basic_auth_user:\n  a: b\n").find("unknown key 'basic_auth_user'"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_fil: x\n")
+                .find("unknown key 'tls_server_config.cert_fil'"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n")
+                .find("cipher_suites is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a.crt\n").find("missing key_file"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  key_file: a.key\n").find("missing cert_file"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: "
+                     "Sometimes\n")
+                .find("client_auth_type 'Sometimes'"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: "
+                     "RequireAndVerifyClientCert\n")
+                .find("needs a client_ca_file"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_ca_file: c\n")
+                .find("client_auth_type is NoClientCert"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: SSL3\n")
+                .find("min_version 'SSL3'"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n"
+                     "  max_version: TLS12\n")
+                .find("max_version is older"),
+            std::string::npos);
+  EXPECT_NE(error_of("basic_auth_users:\n  alice: secret\n").find("not a bcrypt hash"),
+            std::string::npos);
+  // The right shape, a salt libcrypt refuses (cost 99).
+  EXPECT_NE(error_of("basic_auth_users:\n  alice: '$2b$99$vLya7ADKHl4SxdJpwDspjO6UDv.LVqYCm5O5P"
+                     "rS0pCzLBkcKt/52S'\n")
+                .find("libcrypt does not accept"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string("basic_auth_users:\n  'a:b': ") + kHash + "\n")
+                .find("is not a user name"),
+            std::string::npos);
+  EXPECT_NE(error_of("basic_auth_users: [alice]\n").find("map user names"), std::string::npos);
+  EXPECT_NE(error_of("http_server_config:\n  headers:\n    Server: pmcprof\n")
+                .find("'Server' is not one of"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: [a]\n  key_file: b\n")
+                .find("cert_file must be a string"),
+            std::string::npos);
+}
+
+TEST(WebConfig, NamesTheFileItCannotRead) {
+  const std::string e =
+      error_of("tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n", "/nope");
+  EXPECT_NE(e.find("cannot read cert_file '/nope/missing.crt'"), std::string::npos) << e;
+  EXPECT_NE(e.find("No such file"), std::string::npos) << e;
+  try {
+    load_web_config("/nonexistent/web.yml");
+    ADD_FAILURE();
+  } catch (const UserError& err) {
+    EXPECT_NE(std::string(err.what()).find("cannot read --web.config.file '/nonexistent/web.yml'"),
+              std::string::npos);
+  }
+}
+
+TEST(WebConfig, LoadsAKeyPairRelativeToTheConfigFile) {
+  TempDir dir;
+  const KeyPair kp = make_key_pair();
+  dir.write("server.crt", kp.cert);
+  dir.write("server.key", kp.key);
+  dir.write("ca.crt", kp.cert);
+  const std::string path =
+      dir.write("web.yml",
+                "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                "  client_ca_file: ca.crt\n  client_auth_type: RequireAndVerifyClientCert\n"
+                "  min_version: TLS13\nhttp_server_config:\n  http2: false\n  headers:\n"
+                "    X-Frame-Options: deny\nbasic_auth_users:\n  alice: " +
+                    std::string(kHash) + "\n");
+  WebConfig c = load_web_config(path);
+  ASSERT_TRUE(c.tls);
+  EXPECT_EQ(c.tls->cert_file, dir.path() + "/server.crt");
+  EXPECT_EQ(c.tls->cert_pem, kp.cert);
+  EXPECT_EQ(c.tls->key_pem, kp.key);
+  EXPECT_EQ(c.tls->client_ca_pem, kp.cert);
+  EXPECT_EQ(c.tls->client_auth, ClientAuth::require_and_verify_client_cert);
+  EXPECT_EQ(c.tls->gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.3");
+  ASSERT_EQ(c.headers.size(), 1u);
+  EXPECT_EQ(c.headers[0].first, "X-Frame-Options");
+  EXPECT_EQ(c.basic_auth_users.size(), 1u);
+
+  // A key that is not the certificate's, and a CA file without a certificate.
+  const KeyPair other = make_key_pair();
+  dir.write("other.key", other.key);
+  dir.write("junk.crt", "not a certificate\n");
+  auto err = [&](const std::string& yaml) {
+    try {
+      parse_web_config(yaml, "web.yml", dir.path());
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err("tls_server_config:\n  cert_file: server.crt\n  key_file: other.key\n")
+                .find("are not a PEM certificate and its unencrypted private key"),
+            std::string::npos);
+  EXPECT_NE(err("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                "  client_ca_file: junk.crt\n  client_auth_type: VerifyClientCertIfGiven\n")
+                .find("holds no PEM certificate"),
+            std::string::npos);
+}
+
+TEST(WebConfig, TlsVersionRangeToGnutlsPriorities) {
+  TlsServerConfig t;
+  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2");
+  t.min_version = "TLS10";
+  t.max_version = "TLS11";
+  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.1:+VERS-TLS1.0");
+  t.min_version = "TLS12";
+  t.max_version = "TLS12";
+  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.2");
+}
+
+TEST(Bcrypt, LibcryptChecksEveryBcryptPrefix) {
+  EXPECT_TRUE(bcrypt_matches("pmcprof", kHash));
+  std::string y = kHash, a = kHash;
+  y[2] = 'y';
+  a[2] = 'a';
+  EXPECT_TRUE(bcrypt_matches("pmcprof", y));  // htpasswd -B writes $2y$
+  EXPECT_TRUE(bcrypt_matches("pmcprof", a));  // Go's bcrypt writes $2a$
+  EXPECT_FALSE(bcrypt_matches("pmcprof ", kHash));
+  EXPECT_FALSE(bcrypt_matches("", kHash));
+  EXPECT_FALSE(bcrypt_matches("pmcprof", "pmcprof"));
+  EXPECT_FALSE(bcrypt_matches("pmcprof", "$1$abc$def"));
+}
+
+TEST(BasicAuth, CachesVerdictsAndChecksUnknownUsersToo) {
+  BasicAuth auth(std::map<std::string, std::string>{{"alice", kHash}});
+  EXPECT_TRUE(auth.enabled());
+  EXPECT_TRUE(auth.check("alice", "pmcprof"));
+  EXPECT_TRUE(auth.check("alice", "pmcprof"));
+  EXPECT_EQ(auth.bcrypt_runs(), 1u);
+  EXPECT_FALSE(auth.check("alice", "wrong"));
+  EXPECT_FALSE(auth.check("alice", "wrong"));
+  EXPECT_EQ(auth.bcrypt_runs(), 2u);
+  EXPECT_FALSE(auth.check("mallory", "pmcprof"));  // a bcrypt all the same (timing)
+  EXPECT_EQ(auth.bcrypt_runs(), 3u);
+  EXPECT_FALSE(auth.check("alice", std::string("pmcprof\0x", 9)));
+  EXPECT_FALSE(BasicAuth(std::map<std::string, std::string>{}).enabled());
+}
