@@ -77,6 +77,8 @@ struct {
 struct frame {
   __u32 func_id;
   __u32 entry_cpu;
+  __u64 sp; /* stack pointer at entry (0: unknown): a later entry at or above it means this
+               frame was left without a return (longjmp) */
   __u64 wall_start;
   __u64 oncpu_start;
   __u64 cgroup_id;
@@ -401,7 +403,26 @@ static __always_inline bool wanted(__u32 tgid) {
 
 /* ---- entry and exit ---- */
 
-static __always_inline int on_entry(__u32 func_id) {
+/* Frames the thread has left without returning: a new entry whose stack pointer is above
+ * theirs (the stack grows down), or the same function entered again at the same stack pointer,
+ * means they are gone (longjmp, exceptions). Popped and counted as abandoned, so a function
+ * left by longjmp cannot fill the stack. (A tail call enters at the same stack pointer as its
+ * caller, which is still live: only the same function there counts as gone.) */
+__attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u64 sp, __u32 func_id) {
+  if (!t || sp == 0) return 0;
+  for (__u32 k = 0; k < PMCPROF_MAX_DEPTH; k++) {
+    __u32 depth = t->depth;
+    if (depth == 0 || depth > PMCPROF_MAX_DEPTH) break;
+    struct frame *f = &t->frames[(depth - 1) & (PMCPROF_MAX_DEPTH - 1)];
+    const bool gone = f->sp < sp || (f->sp == sp && f->func_id == func_id);
+    if (f->sp == 0 || !gone) break;
+    stat_inc(f->func_id, STAT_ABANDONED);
+    t->depth = depth - 1;
+  }
+  return 0;
+}
+
+static __always_inline int on_entry(__u32 func_id, __u64 sp) {
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tgid = id >> 32, tid = (__u32)id;
   /* pmcprof's own calls count only as calibration calls, and calibration calls only from
@@ -424,6 +445,7 @@ static __always_inline int on_entry(__u32 func_id) {
     return 0;
   }
   acquire(t);
+  pop_abandoned(t, sp, func_id);
   __u32 depth = t->depth;
   t->depth = depth + 1;
   if (depth >= PMCPROF_MAX_DEPTH) {
@@ -435,6 +457,7 @@ static __always_inline int on_entry(__u32 func_id) {
   struct frame *f = &t->frames[depth & (PMCPROF_MAX_DEPTH - 1)];
   f->func_id = func_id;
   f->entry_cpu = cpu;
+  f->sp = sp;
   f->cgroup_id = need_cgroup_id ? bpf_get_current_cgroup_id() : 0;
   /* Readings last, so the probe's own work before them is not charged to the call. */
   struct readings r;
@@ -680,13 +703,15 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
 /* ---- attach points: the function id travels in the BPF cookie ---- */
 
 SEC("kprobe")
-int func_entry(struct pt_regs *ctx) { return on_entry((__u32)bpf_get_attach_cookie(ctx)); }
+int func_entry(struct pt_regs *ctx) {
+  return on_entry((__u32)bpf_get_attach_cookie(ctx), PT_REGS_SP(ctx));
+}
 
 SEC("kretprobe")
 int func_exit(struct pt_regs *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
 
 SEC("tracepoint")
-int syscall_entry(void *ctx) { return on_entry((__u32)bpf_get_attach_cookie(ctx)); }
+int syscall_entry(void *ctx) { return on_entry((__u32)bpf_get_attach_cookie(ctx), 0); }
 
 SEC("tracepoint")
 int syscall_exit(void *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
@@ -695,7 +720,7 @@ int syscall_exit(void *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(c
  * that target's BTF id and linked with the function id as cookie. Autoload off unless the run
  * has kernel functions and the kernel allows fentry. */
 SEC("fentry")
-int BPF_PROG(func_fentry) { return on_entry((__u32)bpf_get_attach_cookie(ctx)); }
+int BPF_PROG(func_fentry) { return on_entry((__u32)bpf_get_attach_cookie(ctx), 0); }
 
 SEC("fexit")
 int BPF_PROG(func_fexit) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }

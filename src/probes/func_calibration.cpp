@@ -1,38 +1,111 @@
 #include "pmcprof/probes/func_calibration.hpp"
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 
-#include "calib_trigger.skel.h"
 #include "pmcprof/platform/capabilities.hpp"
 #include "pmcprof/platform/system.hpp"
+#include "pmcprof/probes/kernel_functions.hpp"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/fd.hpp"
 
-// The uprobe calibration target: one `ret` and nothing else (the same mnemonic on x86-64 and
-// arm64), so a call of it is the probe pair's own cost.
-asm(".text\n"
-    ".globl pmcprof_calibration_target\n"
-    ".type pmcprof_calibration_target, @function\n"
-    "pmcprof_calibration_target:\n"
-    "  ret\n"
-    ".size pmcprof_calibration_target, .-pmcprof_calibration_target\n");
-extern "C" void pmcprof_calibration_target();
+// The uprobe calibration targets: functions that do nothing, one per way the kernel handles a
+// probed first instruction, with a known number of instructions of their own.
+#if defined(__x86_64__)
+#define PMCPROF_CALIBRATION_TARGET(name, body) \
+  asm(".text\n.globl " #name "\n.type " #name ", @function\n" #name ":\n" body \
+      ".size " #name ", .-" #name "\n");
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_stepped, "  mov %rdi, %rax\n  ret\n")
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_push, "  push %rbp\n  pop %rbp\n  ret\n")
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_endbr, "  endbr64\n  ret\n")
+extern "C" void pmcprof_calibration_push();
+extern "C" void pmcprof_calibration_endbr();
+#elif defined(__aarch64__)
+asm(".text\n.globl pmcprof_calibration_stepped\n.type pmcprof_calibration_stepped, @function\n"
+    "pmcprof_calibration_stepped:\n  nop\n  ret\n"
+    ".size pmcprof_calibration_stepped, .-pmcprof_calibration_stepped\n");
+#else
+#error "pmcprof's uprobe calibration targets exist for x86-64 and arm64"
+#endif
+extern "C" void pmcprof_calibration_stepped();
 
 namespace pmcprof {
+
+const char* to_string(UprobeStart s) {
+  switch (s) {
+    case UprobeStart::stepped:
+      return "single-stepped";
+    case UprobeStart::push:
+      return "push";
+    case UprobeStart::endbr:
+      return "endbr64";
+  }
+  return "?";
+}
+
+UprobeStart uprobe_start_of(const std::string& path, std::uint64_t file_offset) {
+#if defined(__x86_64__)
+  std::array<unsigned char, 4> b{};
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd || ::pread(fd.get(), b.data(), b.size(), static_cast<off_t>(file_offset)) < 4)
+    return UprobeStart::stepped;
+  if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa) return UprobeStart::endbr;
+  if ((b[0] >= 0x50 && b[0] <= 0x57) || (b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57))
+    return UprobeStart::push;
+#else
+  (void)path;
+  (void)file_offset;
+#endif
+  return UprobeStart::stepped;
+}
 
 namespace {
 
 constexpr int kCalls = 64;
-constexpr const char* kKernelTarget = "bpf_fentry_test1";
 
-struct TriggerDeleter {
-  void operator()(calib_trigger_bpf* s) const { calib_trigger_bpf__destroy(s); }
+struct UprobeTarget {
+  void (*fn)();
+  std::uint64_t own_instructions;
+  const char* text;
 };
+
+UprobeTarget uprobe_target(UprobeStart start) {
+#if defined(__x86_64__)
+  switch (start) {
+    case UprobeStart::push:
+      return {pmcprof_calibration_push, 3, "push %rbp; pop %rbp; ret"};
+    case UprobeStart::endbr:
+      return {pmcprof_calibration_endbr, 2, "endbr64; ret"};
+    case UprobeStart::stepped:
+      break;
+  }
+  return {pmcprof_calibration_stepped, 2, "mov %rdi, %rax; ret"};
+#else
+  (void)start;
+  return {pmcprof_calibration_stepped, 2, "nop; ret"};
+#endif
+}
+
+// The kernel calibration target: the function behind every syscall number a kernel does not
+// implement, which returns -ENOSYS and does nothing else; a syscall with such a number calls it.
+#if defined(__x86_64__)
+constexpr long kNotImplementedSyscall = 183;  // afs_syscall
+#elif defined(__aarch64__)
+constexpr long kNotImplementedSyscall = 244;  // __NR_arch_specific_syscall: none on arm64
+#endif
+
+// Its name in this kernel (the syscall wrapper's, per architecture), or "" when absent.
+std::string kernel_target() {
+  const auto kallsyms = read_file("/proc/kallsyms").value_or("");
+  for (const char* name : {"__x64_sys_ni_syscall", "__arm64_sys_ni_syscall", "sys_ni_syscall"})
+    if (kallsyms_has_function(kallsyms, name)) return name;
+  return {};
+}
 
 // Cheap syscalls for the tracepoint calibration, by number.
 struct CheapSyscall {
@@ -49,72 +122,64 @@ const CheapSyscall* free_syscall(const std::vector<std::string>& busy) {
   return nullptr;
 }
 
-// Makes `kCalls` calls of the calibration target for `backend`. Throws SystemError.
-void make_calls(ProbeBackend backend, const CheapSyscall* syscall_target) {
-  switch (backend) {
-    case ProbeBackend::uprobe: {
-      // Through a volatile pointer: the calls must happen, and not be inlined away.
-      void (*volatile target)() = pmcprof_calibration_target;
-      for (int i = 0; i < kCalls; ++i) target();
-      return;
-    }
-    case ProbeBackend::tracepoint:
-      for (int i = 0; i < kCalls; ++i) syscall(syscall_target->nr);
-      return;
-    case ProbeBackend::kprobe:
-    case ProbeBackend::fentry: {
-      std::unique_ptr<calib_trigger_bpf, TriggerDeleter> trigger(
-          calib_trigger_bpf__open_and_load());
-      if (!trigger)
-        throw SystemError(std::string("cannot call ") + kKernelTarget +
-                          " (a BPF test run of a fentry program): " + errno_string(errno));
-      const int fd = bpf_program__fd(trigger->progs.calib_trigger);
-      for (int i = 0; i < kCalls; ++i) {
-        LIBBPF_OPTS(bpf_test_run_opts, opts);
-        if (bpf_prog_test_run_opts(fd, &opts) != 0)
-          throw SystemError(std::string("cannot call ") + kKernelTarget + ": " +
-                            errno_string(errno));
-      }
-      return;
-    }
-  }
-}
-
-// Attaches the calibration id's probe pair for `backend`. Throws on failure.
+// The calibration id's probe pair, attached, and how to make one call of what it probes.
 struct CalibrationProbe {
   std::vector<BpfLink> links;
   FuncObject::FentryAttachment fentry;
+  std::string probed;
+  std::uint64_t own_instructions = 0;
+  void (*call)() = nullptr;
+  long syscall_nr = -1;
 };
 
-CalibrationProbe attach_probe(const FuncObject& object, ProbeBackend backend,
-                              const CheapSyscall* syscall_target, std::string& probed) {
+CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest& req) {
   CalibrationProbe p;
   const std::uint32_t id = object.calibration_id();
-  switch (backend) {
+  switch (req.backend) {
     case ProbeBackend::uprobe: {
+      const UprobeTarget t = uprobe_target(req.start);
       auto where = locate_in_maps(read_file("/proc/self/maps").value_or(""),
-                                  reinterpret_cast<std::uint64_t>(&pmcprof_calibration_target));
+                                  reinterpret_cast<std::uint64_t>(t.fn));
       if (!where) throw SystemError("pmcprof's own calibration target is not in a mapped file");
-      probed = "an empty function in pmcprof";
+      p.probed = std::string("an empty function in pmcprof (") + t.text + ")";
+      p.own_instructions = t.own_instructions;
+      p.call = t.fn;
       p.links = object.attach_uprobe(id, where->path, where->file_offset, ::getpid());
       break;
     }
     case ProbeBackend::kprobe:
-      probed = kKernelTarget;
-      p.links = object.attach_kprobe(id, kKernelTarget);
+    case ProbeBackend::fentry: {
+      const std::string target = kernel_target();
+      if (target.empty()) throw SystemError("no sys_ni_syscall in /proc/kallsyms to calibrate on");
+      p.probed = target + " (an unimplemented syscall)";
+      p.syscall_nr = kNotImplementedSyscall;
+      if (req.backend == ProbeBackend::kprobe)
+        p.links = object.attach_kprobe(id, target);
+      else
+        p.fentry = object.attach_fentry(id, target);
       break;
-    case ProbeBackend::fentry:
-      probed = kKernelTarget;
-      p.fentry = object.attach_fentry(id, kKernelTarget);
+    }
+    case ProbeBackend::tracepoint: {
+      const CheapSyscall* s = free_syscall(req.busy_syscalls);
+      if (!s) throw SystemError("every cheap syscall is a target: nothing left to calibrate on");
+      p.probed = std::string("syscall:") + s->name + " (its own work included)";
+      p.syscall_nr = s->nr;
+      p.links = object.attach_syscall(id, s->name);
       break;
-    case ProbeBackend::tracepoint:
-      if (!syscall_target)
-        throw SystemError("every cheap syscall is a target: nothing left to calibrate on");
-      probed = std::string("syscall:") + syscall_target->name + " (its own work included)";
-      p.links = object.attach_syscall(id, syscall_target->name);
-      break;
+    }
   }
   return p;
+}
+
+void make_calls(const CalibrationProbe& p) {
+  // Through a volatile pointer: the calls must happen, and not be inlined away.
+  void (*volatile fn)() = p.call;
+  for (int i = 0; i < kCalls; ++i) {
+    if (fn)
+      fn();
+    else
+      syscall(p.syscall_nr);
+  }
 }
 
 }  // namespace
@@ -134,16 +199,17 @@ std::optional<std::uint64_t> median(std::vector<std::uint64_t> values) {
   return *mid;
 }
 
-ProbeBias calibrate_backend(const FuncObject& object, ProbeBackend backend,
-                            const std::vector<std::uint32_t>& func_ids, bool compensate,
-                            LinkReaper& reaper, const std::vector<std::string>& busy_syscalls) {
+ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, LinkReaper& reaper) {
   ProbeBias bias;
-  bias.backend = backend;
-  const CheapSyscall* syscall_target = free_syscall(busy_syscalls);
+  bias.backend = req.backend;
+  if (req.backend == ProbeBackend::uprobe) bias.start = req.start;
+  std::uint64_t own = 0;
   try {
     object.reset_calibration();
-    CalibrationProbe probe = attach_probe(object, backend, syscall_target, bias.probed);
-    make_calls(backend, syscall_target);
+    CalibrationProbe probe = attach_probe(object, req);
+    bias.probed = probe.probed;
+    own = probe.own_instructions;
+    make_calls(probe);
     // Only pmcprof's own calls reach the calibration id, and it makes no more: the samples
     // are final while the probe is detached in the background.
     reaper.reap(std::move(probe.links), {});
@@ -164,21 +230,26 @@ ProbeBias calibrate_backend(const FuncObject& object, ProbeBackend backend,
       if (s.measured & (1u << i)) per_event[i].push_back(s.delta[i]);
   }
   if (oncpu.empty()) {
-    bias.why_not = "no calibration call was measured (" + std::to_string(samples.size()) + " of " +
-                   std::to_string(kCalls) + " seen)";
+    bias.why_not = "no calibration call was measured (" + std::to_string(samples.size()) +
+                   " of " + std::to_string(kCalls) + " seen)";
     return bias;
   }
   bias.calibrated = true;
   bias.calls = oncpu.size();
   bias.wall_ns = median(wall).value_or(0);
   bias.oncpu_ns = median(oncpu).value_or(0);
-  for (auto& v : per_event) bias.events.push_back(median(v));
-  const auto values = bias_values(bias);
-  // A tracepoint pair cannot be calibrated on an empty syscall: its figure includes
-  // getppid's work, so it is stated but not taken off other syscalls.
-  bias.subtracted = compensate && backend != ProbeBackend::tracepoint;
+  for (std::size_t i = 0; i < n_events; ++i) {
+    auto m = median(per_event[i]);
+    // The empty function's own instructions are its work, not the probe's.
+    if (m && i < req.instruction_events.size() && req.instruction_events[i])
+      *m = *m > own ? *m - own : 0;
+    bias.events.push_back(m);
+  }
+  // A tracepoint pair cannot be calibrated on an empty syscall: its figure includes the
+  // syscall's work, so it is stated but not taken off other syscalls.
+  bias.subtracted = req.compensate && req.backend != ProbeBackend::tracepoint;
   if (bias.subtracted)
-    for (std::uint32_t id : func_ids) object.set_bias(id, values);
+    for (std::uint32_t id : req.func_ids) object.set_bias(id, bias_values(bias));
   return bias;
 }
 

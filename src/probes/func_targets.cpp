@@ -65,6 +65,7 @@ std::vector<AttachPoint> resolve_targets(const std::vector<FuncTarget>& targets,
         p.backend = ProbeBackend::uprobe;
         p.binary = resolve_binary(p.target.binary, pid);
         p.file_offset = find_elf_function(p.binary, p.target.name).file_offset;
+        p.start = uprobe_start_of(p.binary, p.file_offset);
         break;
       }
       case FuncTarget::Kind::syscall: {

@@ -112,6 +112,7 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
 //  about 1.52 us and 412 instructions per call"
 std::string bias_line(const ProbeBiasRow& b) {
   std::string line = " probe bias (" + b.backend;
+  if (!b.first_instruction.empty()) line += ", first instruction " + b.first_instruction;
   if (!b.calibrated) return line + "): not measured: " + b.why_not;
   line += ", " + format_grouped(static_cast<double>(b.calls), 0) + " calls of " + b.probed +
           (b.subtracted ? "; subtracted" : "; not subtracted") + "): the probe adds about " +
@@ -188,6 +189,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
   for (const auto& b : r.probe_bias) {
     ojson bj;
     bj["backend"] = b.backend;
+    if (!b.first_instruction.empty()) bj["first_instruction"] = b.first_instruction;
     bj["calibrated"] = b.calibrated;
     if (!b.calibrated) {
       bj["why_not"] = b.why_not;

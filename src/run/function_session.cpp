@@ -4,6 +4,9 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <linux/perf_event.h>
+
+#include <cctype>
 #include <iostream>
 #include <map>
 
@@ -193,21 +196,46 @@ struct FunctionSession::State {
     return {};
   }
 
-  // Calibrates `backend` (once) and sets the bias of the functions attached with it.
-  void calibrate(ProbeBackend backend) {
+  // Per BPF event: does it count instructions (whose calibration subtracts the empty
+  // function's own)?
+  std::vector<bool> instruction_events() const {
+    std::vector<bool> out;
+    for (std::size_t b = 0; b < object.events().size(); ++b) {
+      const ResolvedEvent& e = counters.event(object.events().counter_event(b));
+      std::string name = e.canonical;
+      for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      out.push_back((e.attr.type == PERF_TYPE_HARDWARE &&
+                     e.attr.config == PERF_COUNT_HW_INSTRUCTIONS) ||
+                    name.find("INST_RETIRED") != std::string::npos ||
+                    name.find("INSTRUCTIONS_RETIRED") != std::string::npos);
+    }
+    return out;
+  }
+
+  // Calibrates the way point `p` is probed (once per backend and, for uprobes, per kind of
+  // first instruction) and sets the bias of every function probed that way.
+  void calibrate(const AttachPoint& p) {
+    auto same_way = [&](const AttachPoint& q) {
+      return q.backend == p.backend && (p.backend != ProbeBackend::uprobe || q.start == p.start);
+    };
     std::vector<std::uint32_t> ids;
-    for (const auto& p : points)
-      if (p.backend == backend) ids.push_back(p.func_id);
+    for (const auto& q : points)
+      if (same_way(q)) ids.push_back(q.func_id);
     for (const auto& b : biases) {
-      if (b.backend != backend) continue;
+      if (b.backend != p.backend || (b.start && *b.start != p.start)) continue;
       if (b.subtracted)
         for (auto id : ids) object.set_bias(id, bias_values(b));
       return;
     }
-    std::vector<std::string> busy;
-    for (const auto& p : points)
-      if (p.backend == ProbeBackend::tracepoint) busy.push_back(p.target.name);
-    biases.push_back(calibrate_backend(object, backend, ids, plan.compensate, reaper, busy));
+    CalibrationRequest req;
+    req.backend = p.backend;
+    req.start = p.start;
+    req.func_ids = ids;
+    req.compensate = plan.compensate;
+    for (const auto& q : points)
+      if (q.backend == ProbeBackend::tracepoint) req.busy_syscalls.push_back(q.target.name);
+    req.instruction_events = instruction_events();
+    biases.push_back(pmcprof::calibrate(object, req, reaper));
   }
 
   std::vector<ProbeBiasRow> bias_rows() const {
@@ -215,6 +243,7 @@ struct FunctionSession::State {
     for (const auto& b : biases) {
       ProbeBiasRow row;
       row.backend = to_string(b.backend);
+      if (b.start) row.first_instruction = to_string(*b.start);
       row.probed = b.probed;
       row.calibrated = b.calibrated;
       row.why_not = b.why_not;
@@ -269,7 +298,8 @@ struct FunctionSession::State {
                                             FuncStats(object.events().size()), 0, infos));
       // What happened to the function's calls outside the sums: on its first row.
       FuncRow& row = r.functions[first];
-      row.lost = stream_view ? fs.lost : 0;
+      // A function's lost records cannot be attributed to a --by key: the report's lost.
+      row.lost = stream_view && plan.by == Breakdown::none ? fs.lost : 0;
       row.depth_overflow = fs.depth_overflow;
       row.unmatched_exits = fs.unmatched_exit;
       row.abandoned = fs.abandoned;
@@ -333,7 +363,7 @@ void FunctionSession::attach() {
   s.counters.enable();
   for (auto& l : s.object.attach_scheduler_hooks()) s.hooks.push_back(std::move(l));
   // What a probe pair adds to a call, per backend, before any call of a target is seen.
-  for (const auto& p : s.points) s.calibrate(p.backend);
+  for (const auto& p : s.points) s.calibrate(p);
   Progress progress("attaching", s.points.size(), s.plan.quiet);
   const bool say = s.plan.verbose && !s.plan.quiet;
   s.attachments.attach(s.object, s.points, [&](const AttachPoint& p) {
@@ -345,7 +375,7 @@ void FunctionSession::attach() {
     return true;
   });
   // A fentry target that fell back to kprobes: that backend's bias too.
-  for (const auto& p : s.points) s.calibrate(p.backend);
+  for (const auto& p : s.points) s.calibrate(p);
   if (say) {
     for (const auto& p : s.points)
       if (!p.fallback_why.empty())

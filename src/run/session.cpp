@@ -33,8 +33,9 @@ RunEnd Run::drive(Session& session) {
   const bool target_gone = (control_.pid || control_.tid) && !target_pidfd;
   end.why = target_gone ? StopReason::target_exited : loop.run([&] { session.interval(); });
 
-  session.stop();
+  // Measuring ends here: tearing probes down afterwards is not part of the elapsed time.
   end.end_ns = monotonic_ns();
+  session.stop();
   if (workload_)
     end.exit_status = workload_->finish(end.why == StopReason::workload_exited, loop.stop_signal());
   session.finish(end);

@@ -53,7 +53,7 @@ RECV_MSGS, RECV_DELAY_MS = 4, 300
 EVENTS = "task-clock"  # one event: the verifier (emulated) dominates each run's time
 PMCPROF_PROGS = {"func_entry", "func_exit", "func_fentry", "func_fexit", "on_switch", "on_fork",
                  "on_task_exit", "syscall_entry", "syscall_exit", "read_counters",
-                 "cgroup_switch", "cgroup_flush", "calib_trigger"}
+                 "cgroup_switch", "cgroup_flush"}
 CRASH_MARKERS = ("terminate called", "Traceback", "Segmentation fault", "core dumped",
                  "Assertion", "AddressSanitizer", "what():")
 

@@ -398,7 +398,7 @@ def main(requires_root=True, requires_perf=False, doc=None):
 # `doctor` (and the kernel --func error path, which asks the doctor probes) loads.
 PMCPROF_BPF_PROGRAMS = ("func_entry", "func_exit", "func_fentry", "func_fexit", "syscall_entry",
                         "syscall_exit", "on_switch", "on_fork", "on_task_exit", "read_counters",
-                        "cgroup_switch", "cgroup_flush", "calib_trigger")
+                        "cgroup_switch", "cgroup_flush")
 
 
 def is_pmcprof_program(name):

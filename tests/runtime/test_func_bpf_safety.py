@@ -100,6 +100,18 @@ class SafetyTest(unittest.TestCase):
         self.assertEqual(inner["abandoned"], n)
         self.assertEqual(outer["unmatched_exits"], 0)
 
+    def test_longjmp_only_the_inner_function_probed(self):
+        # No probed caller returns to clear its frame: the next entry at the same stack
+        # pointer recognises the earlier call as abandoned, so the stack never fills up.
+        n = 100
+        s = nest_stat(self, ["jump_inner"], "longjmp", n)
+        inner = t.func_row(s.json, ":jump_inner")
+        t.log(f"longjmp, only jump_inner probed: {inner['calls']} calls, "
+              f"{inner['abandoned']} abandoned, {inner['depth_overflow']} too deep")
+        self.assertEqual(inner["depth_overflow"], 0)
+        self.assertGreaterEqual(inner["abandoned"], n - 1)
+        self.assertEqual(inner["calls"], 0)
+
     def test_preempted_calls_never_wrap(self):
         if os.cpu_count() < 1:
             raise t.Skip("no CPU")

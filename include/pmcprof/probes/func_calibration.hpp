@@ -10,36 +10,58 @@
 
 namespace pmcprof {
 
-// What one probe pair adds to every call it measures, per backend: measured before the run by
-// probing a function that does nothing with the run's own programs and events.
-//   uprobe      an empty function in pmcprof itself (one `ret`, emulated by the kernel)
-//   kprobe      bpf_fentry_test1 (returns its argument + 1), called through a BPF test run
+// How the kernel runs a uprobed function's first instruction, which decides what the probe
+// costs: x86-64 emulates some instructions (push) and single-steps the rest out of line;
+// arm64 single-steps nearly everything. Calibrated separately.
+enum class UprobeStart { stepped, push, endbr };
+const char* to_string(UprobeStart s);
+
+// The class of the instruction at `file_offset` of the ELF file `path` (its first bytes).
+UprobeStart uprobe_start_of(const std::string& path, std::uint64_t file_offset);
+
+// What one probe pair adds to every call it measures, per backend (and, for uprobes, per kind
+// of first instruction): measured before the run by probing a function that does nothing with
+// the run's own programs and events.
+//   uprobe      an empty function in pmcprof whose first instruction is handled like the
+//               targets' (x86-64: `push %rbp; pop %rbp; ret`, `endbr64; ret` or
+//               `mov %rdi,%rax; ret`; arm64: `nop; ret`); its own instructions are not bias
+//   kprobe      sys_ni_syscall (returns -ENOSYS), called by a syscall no kernel implements
 //   fentry      the same function
 //   tracepoint  the pair of a cheap syscall no target uses (getppid, getpid, ...); the
 //               syscall's own work is inside, so this is an upper bound: stated, never
 //               subtracted
 struct ProbeBias {
   ProbeBackend backend = ProbeBackend::uprobe;
-  std::string probed;       // what was probed, for the report
-  bool calibrated = false;  // false: why_not says why
+  std::optional<UprobeStart> start;  // uprobes
+  std::string probed;                // what was probed, for the report
+  bool calibrated = false;           // false: why_not says why
   std::string why_not;
-  bool subtracted = false;                           // compensating this backend's calls
-  std::size_t calls = 0;                             // calibration calls measured
+  bool subtracted = false;  // compensating this backend's calls
+  std::size_t calls = 0;    // calibration calls measured
   std::vector<std::optional<std::uint64_t>> events;  // per BPF event: median per call
   std::uint64_t wall_ns = 0;                         // median
   std::uint64_t oncpu_ns = 0;                        // median
 };
 
-// Calibrates `backend` on `object` (counters enabled, nothing else attached for the
-// calibration id), and when `compensate` (and the backend allows it) sets the bias of every
-// function id in `func_ids`. Never throws for a backend this kernel cannot calibrate: the
-// result says why.
-// The calibration probe is detached on `reaper`'s thread, so the run need not wait for it.
-// `busy_syscalls`: syscalls the run probes (one program cannot be attached twice to a
-// tracepoint), which the tracepoint calibration avoids.
-ProbeBias calibrate_backend(const FuncObject& object, ProbeBackend backend,
-                            const std::vector<std::uint32_t>& func_ids, bool compensate,
-                            LinkReaper& reaper, const std::vector<std::string>& busy_syscalls);
+struct CalibrationRequest {
+  ProbeBackend backend = ProbeBackend::uprobe;
+  UprobeStart start = UprobeStart::stepped;  // uprobes
+  std::vector<std::uint32_t> func_ids;       // whose bias to set
+  bool compensate = true;
+  // Syscalls the run probes (one program cannot be attached twice to a tracepoint), which
+  // the tracepoint calibration avoids.
+  std::vector<std::string> busy_syscalls;
+  // Per BPF event: an instruction count, from which the calibration target's own
+  // instructions are taken off (they are the empty function's work, not the probe's).
+  std::vector<bool> instruction_events;
+};
+
+// Calibrates on `object` (counters enabled, nothing else attached for the calibration id)
+// and, when compensating (and the backend allows it), sets the bias of `func_ids`. Never
+// throws for what this kernel cannot calibrate: the result says why. The calibration probe is
+// detached on `reaper`'s thread, so the run need not wait for it.
+ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& request,
+                    LinkReaper& reaper);
 
 // What set_bias takes for a calibrated backend: per event, then wall, then on-CPU.
 std::vector<std::uint64_t> bias_values(const ProbeBias& bias);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pmcprof/probes/func_calibration.hpp"
 #include "pmcprof/probes/func_object.hpp"
 #include "pmcprof/probes/target_spec.hpp"
 
@@ -21,6 +22,7 @@ struct AttachPoint {
   ProbeBackend backend = ProbeBackend::uprobe;
   std::string binary;             // uprobe: resolved path
   std::uint64_t file_offset = 0;  // uprobe
+  UprobeStart start = UprobeStart::stepped;  // uprobe: how its first instruction is run
   // fentry chosen by --backend auto: kprobes are the fallback when this target refuses it.
   bool kprobe_fallback = false;
   std::string fallback_why;  // why a fentry target went to kprobes (-v, JSON)

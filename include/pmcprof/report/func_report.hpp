@@ -70,6 +70,7 @@ struct FuncRow {
 // that does nothing) and whether it was subtracted from every call's values.
 struct ProbeBiasRow {
   std::string backend;
+  std::string first_instruction;  // uprobes: "push", "endbr64" or "single-stepped"
   std::string probed;
   bool calibrated = false;
   std::string why_not;
