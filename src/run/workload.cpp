@@ -40,6 +40,7 @@ sigset_t stop_signals() {
 }  // namespace
 
 void take_stop_signals() {
+  if (startup().taken) return;
   const sigset_t stop = stop_signals();
   sigprocmask(SIG_BLOCK, &stop, &startup().mask);
   startup().taken = true;
