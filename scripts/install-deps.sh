@@ -9,6 +9,12 @@ PKGS="build-essential cmake pkg-config clang llvm libbpf-dev bpftool libcli11-de
 libpfm4-dev libelf-dev zlib1g-dev libre2-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
 prometheus curl python3-jsonschema man-db qemu-system-x86 busybox-static \
 libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd adduser"
+# The arm64 guest test (tests/guest/test_guest_arm64_pmu.py): a cross build of pmcprof against
+# the arm64 libraries, installed multi-arch beside the amd64 ones, and qemu-system-aarch64.
+# Not busybox-static:arm64: it is not multi-arch and would replace the amd64 busybox the x86
+# guest boots with; the harness unpacks the arm64 one into the guest's root file system instead.
+PKGS="$PKGS g++-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 \
+zlib1g-dev:arm64 libpfm4-dev:arm64 qemu-system-arm"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -17,6 +23,9 @@ done
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
+if ! { dpkg --print-architecture; dpkg --print-foreign-architectures; } | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing
