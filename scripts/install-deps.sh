@@ -11,10 +11,12 @@ prometheus curl python3-jsonschema man-db qemu-system-x86 busybox-static \
 libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd adduser"
 # The arm64 guest test (tests/guest/test_guest_arm64_pmu.py): a cross build of pmcprof against
 # the arm64 libraries, installed multi-arch beside the amd64 ones, and qemu-system-aarch64.
-# Not busybox-static:arm64: it is not multi-arch and would replace the amd64 busybox the x86
-# guest boots with; the harness unpacks the arm64 one into the guest's root file system instead.
+# Not busybox-static:arm64 nor libyaml-cpp-dev:arm64: neither is multi-arch, and installing one
+# removes the amd64 package (the busybox the x86 guest boots with; the yaml-cpp headers of the
+# native build). The harness unpacks those two from their .debs instead (guest.py).
 PKGS="$PKGS g++-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 \
-zlib1g-dev:arm64 libpfm4-dev:arm64 qemu-system-arm"
+zlib1g-dev:arm64 libpfm4-dev:arm64 libmicrohttpd-dev:arm64 libgnutls28-dev:arm64 \
+libcrypt-dev:arm64 qemu-system-arm"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
