@@ -2,7 +2,7 @@
 #   dpkg --add-architecture arm64
 #   apt-get install g++-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 \
 #     zlib1g-dev:arm64 libpfm4-dev:arm64 libmicrohttpd-dev:arm64 libgnutls28-dev:arm64 \
-#     libcrypt-dev:arm64
+#     libcrypt-dev:arm64 libre2-dev:arm64
 #   cmake -S . -B build/arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
 #     -DPMCPROF_ARM64_EXTRA_ROOT=DIR     # libyaml-cpp-dev:arm64 unpacked there, see below
 # (scripts/install-deps.sh installs them; tests/guest/test_guest_arm64_pmu.py runs this build.)

@@ -16,7 +16,7 @@ libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd a
 # native build). The harness unpacks those two from their .debs instead (guest.py).
 PKGS="$PKGS g++-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 \
 zlib1g-dev:arm64 libpfm4-dev:arm64 libmicrohttpd-dev:arm64 libgnutls28-dev:arm64 \
-libcrypt-dev:arm64 qemu-system-arm"
+libcrypt-dev:arm64 libre2-dev:arm64 qemu-system-arm"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -420,7 +420,7 @@ X86_64 = Arch(
 # /etc/ld.so.cache at boot, as a Debian system has one).
 ROOTFS_PACKAGES = ["busybox-static", "libc6", "libc-bin", "libstdc++6", "libgcc-s1", "libbpf1",
                    "libelf1", "zlib1g", "libpfm4", "libmicrohttpd12", "libgnutls30",
-                   "libyaml-cpp0.7", "libcrypt1"]
+                   "libyaml-cpp0.7", "libcrypt1", "libre2-9"]
 ROOTFS_LAYOUT = "2"  # bump when finish_rootfs() changes what it adds
 
 ARM64 = Arch(
