@@ -98,12 +98,13 @@ class HostileBytes(unittest.TestCase):
         tasks = t.workload("tasks")
         name = "éééééééé"  # 16 bytes: the kernel keeps 15, half a character
         s = t.stat(["--func", "syscall:getppid", "--by", "comm", "-e", "task-clock", "-I",
-                    "50"], command=[tasks, "rename", name, "200000"], timeout=60)
+                    "50"], command=[tasks, "rename", name, "20000"], timeout=60)
         self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertEqual(s.json["exit_status"], 0)  # the command ran to its end
         comms = {r.get("comm") for r in s.json["functions"]}
         self.assertIn("ééééééé\\xC3", comms)
         row = [r for r in s.json["functions"] if r.get("comm") == "ééééééé\\xC3"][0]
-        self.assertGreaterEqual(row["calls"], 200000)  # the command ran to its end
+        self.assertGreater(row["calls"], 0)
 
 
 class Numbers(unittest.TestCase):
