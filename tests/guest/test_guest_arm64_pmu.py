@@ -419,8 +419,8 @@ def main():
     ap.add_argument("--source", default=os.path.join(HERE, "..", ".."), help="source tree")
     ap.add_argument("--cross-build", required=True, help="arm64 build directory (build/arm64)")
     ap.add_argument("--pmcprof", help="ignored: the guest runs the cross-built pmcprof")
-    ap.add_argument("--timeout", type=float, default=400,
-                    help="seconds the guest may run before it is killed")
+    ap.add_argument("--timeout", type=float, default=500,
+                    help="seconds the guest may run (two attempts if the emulator stalls)")
     args = ap.parse_args()
     return guest.host_test(lambda: host_main(args))
 
