@@ -37,7 +37,8 @@ Per configuration:
    - the HTTP floor: 30 GET /404 at 10/s (accept, parse, answer, close; no counter read, no
      rendering);
    - pmcprof's own handler, profiled with pmcprof itself: `pmcprof stat -e task-clock --func
-     BIN:SYMBOL ... -p PID -j` on HttpServer::serve_one, the live report's read
+     BIN:SYMBOL ... -p PID -j` on HttpServer::Callbacks::access (a request on the serving
+     thread), LiveFeed::answer (the measurement thread's share), the live report's read
      (RunCounters::read / read_func_stats + read_kernel_aggregates), RunCounters::rows and
      render_prometheus (mangled names from `nm`), over 30 scrapes at 10/s. Each uprobe costs
      a few µs per call (trap on entry and return), so these on-CPU means are upper bounds;
@@ -84,7 +85,8 @@ SAMPLE_RE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^{}]*\})? (\S+)$')
 # Mangled-name fragments of the functions a scrape runs through (RelWithDebInfo/Release keep
 # them out of line); `.cold` parts are skipped.
 PROBES = {
-    "serve_one": "HttpServer9serve_one",
+    "access": "HttpServer9Callbacks6access",  # the serving thread's whole request
+    "answer": "8LiveFeed6answer",  # the measurement thread's share: build the live report
     "counters_read": "RunCounters4readEv",
     "rows": "RunCounters4rows",
     "read_func_stats": "15read_func_stats",
@@ -92,8 +94,8 @@ PROBES = {
     "render": "17render_prometheus",
 }
 PROBES_BY_MODE = {
-    "counting": ["serve_one", "counters_read", "rows", "render"],
-    "function": ["serve_one", "read_func_stats", "read_kernel_aggregates", "render"],
+    "counting": ["access", "answer", "counters_read", "rows", "render"],
+    "function": ["access", "answer", "read_func_stats", "read_kernel_aggregates", "render"],
 }
 
 
@@ -325,7 +327,7 @@ def find_symbols(binary):
     found = {}
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) != 3 or parts[1] not in "tT" or ".cold" in parts[2]:
+        if len(parts) != 3 or parts[1] not in "tTW" or ".cold" in parts[2]:
             continue
         for key, frag in PROBES.items():
             if frag in parts[2] and key not in found:

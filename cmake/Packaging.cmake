@@ -26,7 +26,10 @@ set(CPACK_PACKAGE_DESCRIPTION
   "pmcprof counts hardware and software performance events the way perf stat does (on every
 CPU, for a command, for a running task or per cgroup) and, with --func, measures the per-call
 cost of a kernel function, a user function or a system call through eBPF: every call's counter
-deltas, normalized for multiplexing, with its wall and on-CPU time. Text, CSV and JSON output.")
+deltas, normalized for multiplexing, with its wall and on-CPU time. Text, CSV and JSON output.
+pmcprof serve exports the counts to Prometheus (TLS, client certificates, basic auth); the
+package ships its systemd unit (installed disabled, running as the system user pmcprof with
+only the capabilities it needs), a Grafana dashboard and Prometheus alerting rules.")
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_STRIP_FILES TRUE)
 # Files copied into the package keep 0644/0755 whatever the umask of the build.
@@ -39,12 +42,25 @@ set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 # Depends from dpkg-shlibdeps on the binary: libbpf1, libpfm4, libelf1, zlib1g, libstdc++6, ...
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion, linux-perf")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion, linux-perf, prometheus")
+# postinst makes the service's system user with adduser.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
 
+# The service (pmcprof serve as a system user): maintainer scripts make the user and leave the
+# unit disabled; /etc/default/pmcprof is a conffile (packaging/README.md).
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+  ${CMAKE_CURRENT_SOURCE_DIR}/packaging/debian/postinst
+  ${CMAKE_CURRENT_SOURCE_DIR}/packaging/debian/prerm
+  ${CMAKE_CURRENT_SOURCE_DIR}/packaging/debian/postrm
+  ${CMAKE_CURRENT_SOURCE_DIR}/packaging/debian/conffiles)
+
 # Debian ships man pages gzipped (/usr/share/man/man1/pmcprof.1.gz): compress the staged copy.
+# The same script stages the package-only files (the unit, /etc/default/pmcprof, ...), which
+# `cmake --install` leaves out: they belong to a system-wide install by dpkg.
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/packaging/cpack-pre-build.cmake)
 set(CPACK_PMCPROF_MANDIR ${CMAKE_INSTALL_MANDIR})   # CPACK_* variables reach the script
+set(CPACK_PMCPROF_SOURCE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
 
 # package_source: the tree without build directories and VCS data.
 set(CPACK_SOURCE_GENERATOR "TGZ")

@@ -19,7 +19,8 @@
 _pmcprof_subcommands="stat list doctor serve"
 _pmcprof_top_opts="-h --help -V --version"
 
-# stat's flags; the first list takes an argument. serve takes the same plus --listen ADDR:PORT.
+# stat's flags; the first list takes an argument. serve takes the same plus --listen ADDR:PORT
+# and --web.config.file FILE.
 _pmcprof_stat_args="-e --event -C --cpu -p --pid -t --tid -I --interval-print --timeout -r --repeat
   -x --field-separator -o --output --func --backend --aggregate --by --buffer-pages --thread-state -G --cgroup
   --for-each-cgroup --cgroup-backend"
@@ -43,7 +44,7 @@ _pmcprof_help_options() {
   _pmcprof_help_args=""
   _pmcprof_help_flags=""
   while IFS= read -r line; do
-    [[ $line =~ ^[[:space:]]+(-[-A-Za-z0-9,]*)([[:space:]]([A-Z][A-Z0-9_:]*))? ]] || continue
+    [[ $line =~ ^[[:space:]]+(-[-A-Za-z0-9.,]*)([[:space:]]([A-Z][A-Z0-9_:]*))? ]] || continue
     names=${BASH_REMATCH[1]}
     arg=${BASH_REMATCH[3]}
     for n in ${names//,/ }; do
@@ -62,7 +63,7 @@ _pmcprof_options() {
   local bin=$1 sub=$2 args flags
   case $sub in
     stat) args=$_pmcprof_stat_args flags=$_pmcprof_stat_flags ;;
-    serve) args="$_pmcprof_stat_args --listen" flags=$_pmcprof_stat_flags ;;
+    serve) args="$_pmcprof_stat_args --listen --web.config.file" flags=$_pmcprof_stat_flags ;;
     list) args=$_pmcprof_list_args flags=$_pmcprof_list_flags ;;
     doctor) args=$_pmcprof_doctor_args flags=$_pmcprof_doctor_flags ;;
     *) args="" flags=$_pmcprof_top_opts ;;
@@ -215,6 +216,13 @@ _pmcprof_complete_value() {
       ;;
     --listen) _pmcprof_add "" "$cur" <<<$'127.0.0.1:\n[::1]:\n0.0.0.0:'
       _pmcprof_nospace=1 ;;
+    --web.config.file)
+      # YAML files and directories (to walk into).
+      while IFS= read -r p; do
+        [[ -d $p || $p == *.yml || $p == *.yaml ]] && _pmcprof_candidates+=("$p")
+      done < <(compgen -f -- "$cur")
+      _pmcprof_filenames=1
+      ;;
   esac
 }
 

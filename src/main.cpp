@@ -4,10 +4,14 @@
 #include "pmcprof/cli/commands.hpp"
 #include "pmcprof/run/workload.hpp"
 
-int main(int argc, char** argv) {
-  // First of all: from here on SIGINT and SIGTERM wait for a run loop (final report) instead
-  // of killing pmcprof mid-start-up.
+// First of all, before main() and before other static initializers (priority 101 is the
+// earliest a program may use): from here on SIGINT and SIGTERM wait for a run loop (final
+// report) instead of killing pmcprof mid-start-up. Only the dynamic loader runs before this.
+__attribute__((constructor(101))) static void take_stop_signals_first() {
   pmcprof::take_stop_signals();
+}
+
+int main(int argc, char** argv) {
   try {
     return pmcprof::run_cli(argc, argv);
   } catch (const std::exception& e) {

@@ -116,7 +116,15 @@ std::vector<pid_t> process_threads(pid_t pid) {
   if (!dir) return tids;
   while (dirent* ent = readdir(dir)) {
     unsigned long long tid;
-    if (parse_u64(ent->d_name, tid)) tids.push_back(static_cast<pid_t>(tid));
+    if (!parse_u64(ent->d_name, tid)) continue;
+    // A thread that has exited but is not reaped yet (a first thread that exited before the
+    // others stays a zombie until the last one does) cannot be counted: left out.
+    auto stat = read_file(path + "/" + ent->d_name + "/stat");
+    const auto paren = stat ? stat->rfind(')') : std::string::npos;
+    if (paren != std::string::npos && paren + 2 < stat->size() &&
+        ((*stat)[paren + 2] == 'Z' || (*stat)[paren + 2] == 'X'))
+      continue;
+    tids.push_back(static_cast<pid_t>(tid));
   }
   closedir(dir);
   std::sort(tids.begin(), tids.end());

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
@@ -54,14 +56,13 @@ std::string run_ldconfig() {
 }
 
 std::optional<std::string> scan_library_dirs(const std::string& name) {
-  for (const char* dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
-                          "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib"}) {
-    DIR* d = opendir(dir);
+  for (const auto& dir : library_dirs()) {
+    DIR* d = opendir(dir.c_str());
     if (!d) continue;
     std::optional<std::string> found;
     while (dirent* e = readdir(d)) {
       if (library_name_matches(e->d_name, name)) {
-        found = std::string(dir) + "/" + e->d_name;
+        found = dir + "/" + e->d_name;
         break;
       }
     }
@@ -71,24 +72,112 @@ std::optional<std::string> scan_library_dirs(const std::string& name) {
   return std::nullopt;
 }
 
+// The ABI flags of an `ldconfig -p` entry: "libc6,x86-64, OS ABI: Linux 3.2.0" -> "x86-64",
+// "libc6" -> "", "libc6,64bit,nan2008" -> "64bit,nan2008". The first item is the library type
+// (libc6, ELF, libc5); annotations ("OS ABI: ...", "hwcap: ...") are dropped.
+std::string ldconfig_abi_of(std::string_view flags) {
+  std::string abi;
+  bool first = true;
+  for (const auto& part : split(flags, ',')) {
+    if (std::exchange(first, false)) continue;
+    const std::string_view item = trim(part);
+    if (item.empty() || item.find(':') != std::string_view::npos) continue;
+    if (!abi.empty()) abi += ',';
+    abi += item;
+  }
+  return abi;
+}
+
+// Debian's architectures (and the ports), as glibc's ldconfig prints their libraries' flags.
+const LibraryArch kLibraryArchs[] = {
+    {"amd64", "x86-64", "x86_64-linux-gnu"},
+    {"arm64", "AArch64", "aarch64-linux-gnu"},
+    {"armel", "soft-float", "arm-linux-gnueabi"},
+    {"armhf", "hard-float", "arm-linux-gnueabihf"},
+    {"i386", "", "i386-linux-gnu"},
+    {"mips64el", "64bit", "mips64el-linux-gnuabi64"},
+    {"ppc64el", "64bit", "powerpc64le-linux-gnu"},
+    {"riscv64", "double-float", "riscv64-linux-gnu"},
+    {"s390x", "64bit", "s390x-linux-gnu"},
+    {"loong64", "double-float", "loongarch64-linux-gnu"},
+    {"ppc64", "64bit", "powerpc64-linux-gnu"},
+    {"x32", "x32", "x86_64-linux-gnux32"},
+};
+
+// The compile-time target, by dpkg's name for it.
+constexpr const char* kHostDebianArch =
+#if defined(__x86_64__) && defined(__ILP32__)
+    "x32";
+#elif defined(__x86_64__)
+    "amd64";
+#elif defined(__i386__)
+    "i386";
+#elif defined(__aarch64__)
+    "arm64";
+#elif defined(__arm__) && defined(__ARM_PCS_VFP)
+    "armhf";
+#elif defined(__arm__)
+    "armel";
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    "ppc64el";
+#elif defined(__powerpc64__)
+    "ppc64";
+#elif defined(__s390x__)
+    "s390x";
+#elif defined(__mips64) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    "mips64el";
+#elif defined(__riscv) && __riscv_xlen == 64
+    "riscv64";
+#elif defined(__loongarch64)
+    "loong64";
+#else
+    "";
+#endif
+
 struct ElfCloser {
   void operator()(Elf* e) const { elf_end(e); }
 };
 
 }  // namespace
 
-std::vector<std::string> match_ldconfig(const std::string& text, const std::string& name) {
+std::optional<LibraryArch> library_arch(const std::string& debian_arch) {
+  for (const auto& a : kLibraryArchs)
+    if (a.debian == debian_arch) return a;
+  return std::nullopt;
+}
+
+const LibraryArch& host_library_arch() {
+  static const LibraryArch host =
+      library_arch(kHostDebianArch).value_or(LibraryArch{kHostDebianArch, std::nullopt, ""});
+  return host;
+}
+
+std::vector<std::string> library_dirs(const LibraryArch& arch) {
+  std::vector<std::string> dirs;
+  if (!arch.multiarch.empty()) dirs = {"/lib/" + arch.multiarch, "/usr/lib/" + arch.multiarch};
+  for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib"})
+    dirs.emplace_back(d);
+  return dirs;
+}
+
+std::vector<std::string> match_ldconfig(const std::string& text, const std::string& name,
+                                        const LibraryArch& arch) {
   // Lines look like: "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6"
   std::vector<std::string> out;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     auto arrow = line.find(" => ");
-    if (arrow == std::string::npos) continue;
-    std::string soname(trim(line.substr(0, line.find(" ("))));
+    auto open = line.find(" (");
+    if (arrow == std::string::npos || open == std::string::npos || open > arrow) continue;
+    std::string soname(trim(line.substr(0, open)));
     if (!library_name_matches(soname, name)) continue;
-    // On x86-64 only "(libc6,x86-64)" entries are ours; "(libc6)" is i386, "x32" is x32.
-    if (line.find("x86-64") == std::string::npos) continue;
+    // Only this architecture's entries: on amd64 "(libc6)" is i386 and "(libc6,x32)" x32.
+    auto close = line.rfind(')', arrow);
+    if (close == std::string::npos || close < open) continue;
+    if (arch.ldconfig_abi && ldconfig_abi_of(std::string_view(line).substr(
+                                 open + 2, close - open - 2)) != *arch.ldconfig_abi)
+      continue;
     out.emplace_back(trim(line.substr(arrow + 4)));
   }
   return out;

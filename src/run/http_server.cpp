@@ -84,7 +84,7 @@ ListenAddress parse_listen_address(std::string_view raw) {
   if (!text.empty() && text.front() == '[') {
     auto close = text.find(']');
     if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
-      throw UserError("cannot parse --listen '" + std::string(raw) + "'", kListenHint);
+      throw UserError("cannot parse --listen " + quote(raw), kListenHint);
     a.host = std::string(text.substr(1, close - 1));
     a.ipv6 = true;
     port_text = text.substr(close + 2);
@@ -101,14 +101,14 @@ ListenAddress parse_listen_address(std::string_view raw) {
   }
   unsigned long long port = 0;
   if (!parse_u64(port_text, port) || port == 0 || port > 65535)
-    throw UserError("cannot parse --listen '" + std::string(raw) + "': '" + std::string(port_text) +
-                        "' is not a port (1-65535)",
+    throw UserError("cannot parse --listen " + quote(raw) + ": " + quote(port_text) +
+                        " is not a port (1-65535)",
                     kListenHint);
   a.port = static_cast<std::uint16_t>(port);
   unsigned char buf[sizeof(in6_addr)];
   if (inet_pton(a.ipv6 ? AF_INET6 : AF_INET, a.host.c_str(), buf) != 1)
     throw UserError(
-        "cannot parse --listen '" + std::string(raw) + "': '" + a.host + "' is not an IP address",
+        "cannot parse --listen " + quote(raw) + ": " + quote(a.host) + " is not an IP address",
         kListenHint);
   return a;
 }

@@ -40,6 +40,7 @@ sigset_t stop_signals() {
 }  // namespace
 
 void take_stop_signals() {
+  if (startup().taken) return;
   const sigset_t stop = stop_signals();
   sigprocmask(SIG_BLOCK, &stop, &startup().mask);
   startup().taken = true;
@@ -143,7 +144,6 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
     foreground |= isatty(fd) && tcgetpgrp(fd) == getpgrp();
   const bool own_group = !foreground;
 
-  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw SystemError("fork: " + errno_string(errno));
   if (pid == 0) {
@@ -154,7 +154,11 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
     sigprocmask(SIG_SETMASK, &child_sigmask, nullptr);
     // If pmcprof dies (even by SIGKILL) its workload dies with it: SIGKILL cannot be ignored.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(kExitFailure);
+    // The parent's end of the go pipe is its alone: EOF means pmcprof died (before or after
+    // the parent-death signal was set). No getppid() here: a --func syscall:getppid run
+    // already follows this child and would count the call.
+    go_write.reset();
+    err_read.reset();
     char c;
     ssize_t n;
     do n = ::read(go_read.get(), &c, 1);

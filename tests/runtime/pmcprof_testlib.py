@@ -313,6 +313,23 @@ def children_of(pid):
     return kids
 
 
+def session_members(sid):
+    """Live processes of session SID (pmcprof runs in a session of its own here: its workload
+    and everything the workload starts are in it, pmcprof's guard is not)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+            out.append(int(d))
+    return out
+
+
 def wait_for(predicate, timeout, step=0.02):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

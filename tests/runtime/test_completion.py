@@ -134,6 +134,16 @@ class Completion(unittest.TestCase):
             self.check(["pmcprof", "stat", "-o", os.path.join(tmp, "re")],
                        [os.path.join(tmp, "report.json"), os.path.join(tmp, "results")])
 
+    def test_web_config_file(self):
+        self.check(["pmcprof", "serve", "--web"], ["--web.config.file"])
+        self.check(["pmcprof", "stat", "--web"], [])
+        with tempfile.TemporaryDirectory(prefix="pmcprof-comp-") as tmp:
+            for name in ("web.yml", "web.yaml", "web.txt"):
+                open(os.path.join(tmp, name), "w").close()
+            os.mkdir(os.path.join(tmp, "webdir"))
+            self.check(["pmcprof", "serve", "--web.config.file", os.path.join(tmp, "we")],
+                       [os.path.join(tmp, n) for n in ("web.yml", "web.yaml", "webdir")])
+
     def test_func(self):
         self.check(["pmcprof", "stat", "--func", "sysc"], ["syscall:"])
         if os.path.isdir("/sys/kernel/tracing/events/syscalls") or \

@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
-"""The Debian package: built with CPack, installed with dpkg -i, used, removed with dpkg -r.
+"""The Debian package: built with CPack, installed with dpkg -i, used, removed, purged.
 
 Builds the .deb from the build directory ctest runs in (the directory of the --pmcprof binary,
 configured with cmake/Packaging.cmake) into a temporary directory, checks its control fields
-(Depends from dpkg-shlibdeps) and contents, installs it, runs the installed /usr/bin/pmcprof
-(--version, a short count), `man -w pmcprof`, loads the installed bash completion, and removes
-the package again whatever happened. See packaging/README.md.
+(Depends from dpkg-shlibdeps, plus adduser) and contents, installs it, runs the installed
+/usr/bin/pmcprof (--version, a short count), `man -w pmcprof`, loads the installed bash
+completion. The service: `systemd-analyze verify` passes on the installed unit (no warning),
+`systemd-analyze security --offline` rates it, the system user pmcprof and /etc/pmcprof
+(root:pmcprof 0750) exist, /etc/default/pmcprof is a conffile, the unit is neither enabled nor
+running; the unit's ExecStart with /etc/default/pmcprof's arguments, run as its User= with
+exactly its AmbientCapabilities= (setpriv: systemd is not PID 1 here), serves pmcprof_up 1.
+Then dpkg -r (the user and the conffile stay) and dpkg -P (both go), whatever happened.
+
+The unit's SystemCallFilter= is checked without systemd: every system call pmcprof makes
+under strace, serving and scraped, in counting, per-cgroup (BPF) and --func syscall modes
+(with and without TLS), is in the set systemd-analyze expands the filter to.
+See packaging/README.md.
 """
 import os
 import re
@@ -19,17 +29,51 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pmcprof_testlib as t  # noqa: E402
 
 PACKAGE = "pmcprof"
+SERVICE_USER = "pmcprof"
+UNIT = "/lib/systemd/system/pmcprof.service"
+DEFAULTS = "/etc/default/pmcprof"
+SOURCE_UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "packaging",
+                           "pmcprof.service")
 BIN = "/usr/bin/pmcprof"
 MAN = "/usr/share/man/man1/pmcprof.1.gz"
 COMPLETION = "/usr/share/bash-completion/completions/pmcprof"
-# What dpkg-shlibdeps must find in the binary's NEEDED entries. (zlib1g is not among them: the
-# binary does not call zlib itself, libelf1 and libbpf1 depend on it.)
-WANT_DEPENDS = ("libbpf1", "libpfm4", "libelf1", "libstdc++6", "libc6")
+# What dpkg-shlibdeps must find in the binary's NEEDED entries (zlib1g: serve's gzip), and
+# adduser for postinst.
+WANT_DEPENDS = ("libbpf1", "libpfm4", "libelf1", "libstdc++6", "libc6", "libmicrohttpd12",
+                "libgnutls30", "libyaml-cpp0.7", "libcrypt1", "zlib1g", "adduser")
+CAP_NUMBERS = {"CAP_PERFMON": 38, "CAP_BPF": 39, "CAP_DAC_READ_SEARCH": 2, "CAP_SYS_ADMIN": 21}
 
 
 def package_installed(name=PACKAGE):
     p = t.run(["dpkg-query", "-W", "-f=${Status}", name], timeout=30)
     return p.returncode == 0 and "install ok installed" in p.stdout
+
+
+def parse_unit(path):
+    """{key: [values]} of a unit file's [Service] section (later lines append)."""
+    out, section = {}, None
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("["):
+                section = line
+                continue
+            if section == "[Service]" and "=" in line:
+                k, _, v = line.partition("=")
+                out.setdefault(k.strip(), []).append(v.strip())
+    return out
+
+
+def default_args(path):
+    """PMCPROF_ARGS of /etc/default/pmcprof, split as systemd splits $VAR (on whitespace)."""
+    import shlex
+    with open(path) as f:
+        for line in f:
+            if line.startswith("PMCPROF_ARGS="):
+                return shlex.split(line.split("=", 1)[1])[0].split()
+    return []
 
 
 def dpkg_excludes(path):
@@ -149,14 +193,275 @@ class Package(unittest.TestCase):
                 p = t.run(["bash", "-c", f"source {loader}; __load_completion pmcprof && "
                            "complete -p pmcprof"])
                 self.assertIn("-F _pmcprof", p.stdout, p.stderr)
+            self.check_service(deb)
         finally:
             p = t.run(["dpkg", "-r", PACKAGE], timeout=60)
             if p.returncode != 0:
                 t.log(f"dpkg -r {PACKAGE} failed: {p.stdout} {p.stderr}")
-        self.assertEqual(p.returncode, 0, f"dpkg -r failed: {p.stderr}")
+            removed = p
+            user_after_remove = user_exists(SERVICE_USER)
+            conffile_after_remove = os.path.exists(DEFAULTS)
+            p = t.run(["dpkg", "-P", PACKAGE], timeout=60)
+            if p.returncode != 0:
+                t.log(f"dpkg -P {PACKAGE} failed: {p.stdout} {p.stderr}")
+        self.assertEqual(removed.returncode, 0, f"dpkg -r failed: {removed.stderr}")
+        self.assertEqual(p.returncode, 0, f"dpkg -P failed: {p.stderr}")
         self.assertFalse(package_installed(), "still installed after dpkg -r")
-        for path in (BIN, MAN, COMPLETION):
+        for path in (BIN, MAN, COMPLETION, UNIT):
             self.assertFalse(os.path.exists(path), f"{path} left behind by dpkg -r")
+        self.assertTrue(user_after_remove, "dpkg -r removed the system user (purge should)")
+        self.assertTrue(conffile_after_remove, "dpkg -r removed the conffile (purge should)")
+        for path in (DEFAULTS, "/etc/pmcprof"):
+            self.assertFalse(os.path.exists(path), f"{path} left behind by dpkg -P")
+        self.assertFalse(user_exists(SERVICE_USER), "dpkg -P left the system user")
+        p = t.run(["getent", "group", SERVICE_USER])
+        self.assertNotEqual(p.returncode, 0, "dpkg -P left the system group")
+        t.log("dpkg -r kept the user and the conffile; dpkg -P removed both and /etc/pmcprof")
+
+    def check_service(self, deb):
+        """The unit, its user and configuration, installed by dpkg -i."""
+        import grp
+        import pwd
+        p = t.run(["dpkg-deb", "-I", deb, "conffiles"], timeout=30)
+        self.assertEqual(p.stdout.split(), [DEFAULTS], "conffiles")
+        for path in (UNIT, DEFAULTS, "/usr/share/doc/pmcprof/examples/web-config.yml",
+                     "/usr/share/pmcprof/grafana/pmcprof-dashboard.json",
+                     "/usr/share/pmcprof/prometheus/pmcprof-rules.yml"):
+            self.assertTrue(os.path.isfile(path), f"{path} missing after dpkg -i")
+
+        analyze = shutil.which("systemd-analyze")
+        if analyze:
+            p = t.run([analyze, "verify", UNIT], timeout=60)
+            self.assertEqual(p.returncode, 0, f"systemd-analyze verify: {p.stdout}{p.stderr}")
+            self.assertEqual((p.stdout + p.stderr).strip(), "",
+                             f"systemd-analyze verify warned: {p.stdout}{p.stderr}")
+            t.log(f"systemd-analyze verify {UNIT}: clean")
+            p = t.run([analyze, "security", "--offline=true", "--no-pager", UNIT], timeout=60)
+            m = re.search(r"Overall exposure level for pmcprof.service: ([0-9.]+) (\w+)",
+                          p.stdout + p.stderr)
+            self.assertIsNotNone(m, p.stdout + p.stderr)
+            t.log(f"systemd-analyze security --offline: exposure {m.group(1)} {m.group(2)}")
+            self.assertLessEqual(float(m.group(1)), 2.5, p.stdout)
+        else:
+            t.log("systemd-analyze is not installed: unit not verified (apt-get install systemd)")
+
+        pw = pwd.getpwnam(SERVICE_USER)
+        self.assertLess(pw.pw_uid, 1000, "not a system user")
+        self.assertEqual(pw.pw_dir, "/nonexistent")
+        self.assertIn(pw.pw_shell, ("/usr/sbin/nologin", "/bin/false"))
+        self.assertEqual(grp.getgrgid(pw.pw_gid).gr_name, SERVICE_USER)
+        st = os.stat("/etc/pmcprof")
+        self.assertEqual((st.st_uid, st.st_gid, st.st_mode & 0o777), (0, pw.pw_gid, 0o750))
+        t.log(f"user {SERVICE_USER}: uid {pw.pw_uid}, shell {pw.pw_shell}; /etc/pmcprof "
+              "root:pmcprof 0750")
+
+        # Not enabled, not started.
+        wants = "/etc/systemd/system/multi-user.target.wants/pmcprof.service"
+        self.assertFalse(os.path.lexists(wants), "dpkg -i enabled the unit")
+        if shutil.which("systemctl"):
+            p = t.run(["systemctl", "is-enabled", "pmcprof.service"], timeout=30)
+            t.log(f"systemctl is-enabled pmcprof.service: {p.stdout.strip() or p.stderr.strip()}")
+            self.assertNotEqual(p.stdout.strip(), "enabled")
+        running = [pid for pid in os.listdir("/proc") if pid.isdigit()
+                   and self.owner_of(pid) == pw.pw_uid]
+        self.assertEqual(running, [], "something runs as pmcprof after dpkg -i")
+
+        # The unit's command, as the unit runs it (User=, AmbientCapabilities=, bounding set).
+        unit = parse_unit(UNIT)
+        self.assertEqual(unit["User"], [SERVICE_USER])
+        self.assertEqual(unit["EnvironmentFile"], ["-" + DEFAULTS])
+        exec_start = unit["ExecStart"][0].split()
+        self.assertEqual(exec_start[:2], [BIN, "serve"])
+        self.assertEqual(exec_start[2:], ["$PMCPROF_ARGS"])
+        caps = unit["AmbientCapabilities"][0].split()
+        self.assertEqual(caps, unit["CapabilityBoundingSet"][0].split())
+        self.assertEqual(unit["NoNewPrivileges"], ["yes"])
+        args = default_args(DEFAULTS)
+        self.assertIn("--listen", args)
+        port = free_port()
+        args[args.index("--listen") + 1] = f"127.0.0.1:{port}"
+        spec = ",".join(["-all"] + ["+" + c[4:].lower() for c in caps])
+        argv = ["setpriv", f"--reuid={SERVICE_USER}", f"--regid={SERVICE_USER}", "--init-groups",
+                f"--inh-caps={spec}", f"--ambient-caps={spec}", f"--bounding-set={spec}",
+                "--no-new-privs", "--", BIN, "serve", *args]
+        import tempfile
+        err = tempfile.TemporaryFile(mode="w+")
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, text=True)
+
+        def stderr():
+            err.seek(0)
+            return err.read()
+        try:
+            body = ""
+
+            def up():
+                nonlocal body
+                if proc.poll() is not None:
+                    return True
+                try:
+                    import urllib.request
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                                timeout=2) as r:
+                        body = r.read().decode()
+                    return "\npmcprof_up 1\n" in body and "task-clock" in body
+                except OSError:
+                    return False
+            t.wait_for(up, 20, step=0.1)
+            self.assertIsNone(proc.poll(), f"serve exited: {stderr()}")
+            self.assertIn("\npmcprof_up 1\n", body)
+            with open(f"/proc/{proc.pid}/status") as f:
+                status = f.read()
+            eff = int(re.search(r"CapEff:\s+(\w+)", status).group(1), 16)
+            self.assertEqual(eff, sum(1 << CAP_NUMBERS[c] for c in caps))
+            t.log(f"ExecStart with {DEFAULTS} as {SERVICE_USER} with {' '.join(caps)}: "
+                  f"pmcprof_up 1 on port {port}")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 0, stderr())
+        err.close()
+
+    @staticmethod
+    def owner_of(pid):
+        try:
+            return os.stat(f"/proc/{pid}").st_uid
+        except OSError:
+            return None
+
+    def test_unit_system_call_filter_allows_pmcprof(self):
+        analyze, strace = shutil.which("systemd-analyze"), shutil.which("strace")
+        if not analyze or not strace:
+            raise t.Skip("systemd-analyze or strace is missing (apt-get install systemd strace)")
+        unit = parse_unit(SOURCE_UNIT)
+        allowed = expand_syscall_filter(analyze, unit["SystemCallFilter"][0].split())
+        self.assertIn("perf_event_open", allowed)
+        self.assertGreater(len(allowed), 300)
+        modes = {
+            "counting": ["-e", "task-clock,context-switches"],
+            "per cgroup (BPF)": ["-e", "task-clock", "--for-each-cgroup", "^init.scope$|^.*$",
+                                 "--cgroup-backend", "bpf"],
+            "--func syscall": ["-e", "task-clock", "--func", "syscall:getppid"],
+        }
+        import tempfile
+        import serve_testlib
+        tmp = tempfile.mkdtemp(prefix="pmcprof-scf-")
+        certs = serve_testlib.make_certs(tmp)
+        config = os.path.join(tmp, "web.yml")
+        with open(config, "w") as f:
+            f.write(f"tls_server_config:\n  cert_file: {certs['server.crt']}\n"
+                    f"  key_file: {certs['server.key']}\nbasic_auth_users:\n"
+                    f"  prometheus: '{serve_testlib.bcrypt_hash('pw', cost=4)}'\n")
+        modes["counting, TLS and basic auth"] = ["-e", "task-clock", "--web.config.file", config]
+        tls = (certs["ca.crt"], "prometheus", "pw")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        for name, args in modes.items():
+            with self.subTest(mode=name):
+                used = syscalls_of_serve(strace, args, gzip=name.startswith("counting"),
+                                         tls=tls if "TLS" in name else None)
+                self.assertGreater(len(used), 20, name)
+                self.assertEqual(sorted(used - allowed), [],
+                                 f"{name}: system calls outside SystemCallFilter=")
+                t.log(f"{name}: {len(used)} distinct system calls, all in SystemCallFilter=")
+
+
+def user_exists(name):
+    import pwd
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def expand_syscall_filter(analyze, items, seen=None):
+    """The system calls a SystemCallFilter= allow list names (groups expanded with
+    systemd-analyze syscall-filter)."""
+    seen = set() if seen is None else seen
+    out = set()
+    for item in items:
+        if not item.startswith("@"):
+            out.add(item)
+            continue
+        if item in seen:
+            continue
+        seen.add(item)
+        p = t.run([analyze, "syscall-filter", "--no-pager", item], timeout=30)
+        for line in p.stdout.splitlines()[1:]:
+            word = line.strip()
+            if not word or word.startswith("#"):
+                continue
+            out |= expand_syscall_filter(analyze, [word], seen)
+    return out
+
+
+def syscalls_of_serve(strace, args, gzip=False, tls=None):
+    """Every system call name `pmcprof serve ARGS` makes (all threads) while it starts, serves
+    a few scrapes (gzip too) and a /-/healthy, and ends on SIGTERM. TLS: (CA file, user,
+    password) when ARGS name a web config with TLS and basic auth."""
+    import base64
+    import signal
+    import ssl
+    import tempfile
+    import time
+    import urllib.request
+    port = free_port()
+    scheme, ctx, auth = "http", None, {}
+    if tls:
+        scheme, ctx = "https", ssl.create_default_context(cafile=tls[0])
+        token = base64.b64encode(f"{tls[1]}:{tls[2]}".encode()).decode()
+        auth = {"Authorization": f"Basic {token}"}
+
+    def get(path, headers=None):
+        req = urllib.request.Request(f"{scheme}://127.0.0.1:{port}{path}",
+                                     headers={**auth, **(headers or {})})
+        with urllib.request.urlopen(req, timeout=5, context=ctx) as r:
+            return r.read()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "strace")
+        proc = subprocess.Popen([strace, "-f", "-qq", "-o", out, t.pmcprof(), "serve", "-q",
+                                 "--listen", f"127.0.0.1:{port}", *args],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def up():
+                try:
+                    return b"\npmcprof_up 1\n" in get("/metrics")
+                except OSError:
+                    return proc.poll() is not None
+            t.wait_for(up, 30, step=0.2)
+            for headers in ({}, {"Accept-Encoding": "gzip"} if gzip else {}):
+                get("/metrics", headers)
+            get("/-/healthy")
+            subprocess.run(["true"])
+            time.sleep(0.2)
+        finally:
+            # SIGTERM to pmcprof itself (strace's child), as systemd would send it.
+            for child in t.children_of(proc.pid):
+                os.kill(child, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        names = set()
+        with open(out) as f:
+            for line in f:
+                m = re.match(r"\d+\s+(?:<\.\.\. )?([a-z0-9_]+)[( ]", line)
+                if m and "resumed>" not in line.split(" ", 2)[1]:
+                    names.add(m.group(1))
+        # strace's own exec of pmcprof is the service manager's job.
+        names.discard("execve")
+        return names
 
 
 if __name__ == "__main__":
@@ -170,4 +475,8 @@ if __name__ == "__main__":
         t.skip(f"a {PACKAGE} package is already installed: not replacing it (dpkg -r {PACKAGE})")
     if os.path.exists(BIN):
         t.skip(f"{BIN} exists and is not from the {PACKAGE} package: not overwriting it")
+    if user_exists(SERVICE_USER):
+        t.skip(f"a user {SERVICE_USER} exists without the package: not touching it")
+    if not shutil.which("setpriv"):
+        t.skip("setpriv (util-linux) is not installed")
     sys.exit(t.main(requires_root=True, doc=__doc__))

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Stopping pmcprof stat with a signal still produces the report.
 
-pmcprof is started, the test waits until it is counting (its signal mask blocks SIGINT and
-SIGTERM, which pmcprof does right before it opens the counters, and a workload child exists when
-there is one), lets it count ~0.5 s, then signals it:
+pmcprof is started, the test waits until it is counting (it holds perf_event descriptors, and
+a workload child exists when there is one; pmcprof blocks SIGINT and SIGTERM from its start, so
+its signal mask no longer tells), lets it count ~0.5 s, then signals it:
 - `stat -a -e task-clock -j -o F` with no command, SIGINT: exit 0, F holds one complete JSON
   report with "interrupted": true, task-clock > 0 (and task-clock/elapsed ~= nproc within 10%);
 - the same with SIGTERM;
@@ -55,7 +55,8 @@ class SignalTest(unittest.TestCase):
                                     text=True, start_new_session=True)
             try:
                 ready = t.wait_for(lambda: blocked_signals(proc.pid) & SIGINT_BIT
-                                   and blocked_signals(proc.pid) & SIGTERM_BIT, 10)
+                                   and blocked_signals(proc.pid) & SIGTERM_BIT
+                                   and t.perf_event_fds(proc.pid) > 0, 10)
                 self.assertTrue(ready, "pmcprof never blocked SIGINT/SIGTERM (not counting?)")
                 child = None
                 if command:

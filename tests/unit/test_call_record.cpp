@@ -41,7 +41,7 @@ pmcprof_record sample_record() {
 // The bytes of `r` cut to `size` (as a perf sample would carry them).
 std::vector<unsigned char> bytes_of(const pmcprof_record& r, std::size_t size) {
   std::vector<unsigned char> out(size);
-  std::memcpy(out.data(), &r, std::min(size, sizeof(r)));
+  if (size) std::memcpy(out.data(), &r, std::min(size, sizeof(r)));  // data() may be null
   return out;
 }
 

@@ -39,7 +39,8 @@ Fd open_thread_exit_fd(pid_t tid);
 // the id of one of its other threads; nullopt when there is no such task.
 std::optional<pid_t> thread_group_of(pid_t id);
 
-// Thread ids of a process (/proc/PID/task), sorted; empty when the process is gone.
+// Thread ids of a process (/proc/PID/task) that have not exited (a first thread that exited
+// before the others is a zombie until they do), sorted; empty when the process is gone.
 std::vector<pid_t> process_threads(pid_t pid);
 
 // Raises the soft RLIMIT_NOFILE to at least `needed` (up to the hard limit).
