@@ -17,22 +17,30 @@
 // The uprobe calibration targets: functions that do nothing, one per way the kernel handles a
 // probed first instruction, with a known number of instructions of their own.
 #if defined(__x86_64__)
-#define PMCPROF_CALIBRATION_TARGET(name, body) \
-  asm(".text\n.globl " #name "\n.type " #name ", @function\n" #name ":\n" body \
-      ".size " #name ", .-" #name "\n");
+#define PMCPROF_CALIBRATION_TARGET(name, body)                                                \
+  asm(".text\n.globl " #name "\n.type " #name ", @function\n" #name ":\n" body ".size " #name \
+      ", .-" #name "\n");
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_stepped, "  mov %rdi, %rax\n  ret\n")
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_push, "  push %rbp\n  pop %rbp\n  ret\n")
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_endbr, "  endbr64\n  ret\n")
+// A USDT region with nothing inside: two probe sites (an SDT probe is one nop) back to back.
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_usdt, "  nop\n  nop\n  ret\n")
+constexpr std::uint64_t kUsdtSiteBytes = 1;
 extern "C" void pmcprof_calibration_push();
 extern "C" void pmcprof_calibration_endbr();
 #elif defined(__aarch64__)
 asm(".text\n.globl pmcprof_calibration_stepped\n.type pmcprof_calibration_stepped, @function\n"
     "pmcprof_calibration_stepped:\n  nop\n  ret\n"
     ".size pmcprof_calibration_stepped, .-pmcprof_calibration_stepped\n");
+asm(".text\n.globl pmcprof_calibration_usdt\n.type pmcprof_calibration_usdt, @function\n"
+    "pmcprof_calibration_usdt:\n  nop\n  nop\n  ret\n"
+    ".size pmcprof_calibration_usdt, .-pmcprof_calibration_usdt\n");
+constexpr std::uint64_t kUsdtSiteBytes = 4;
 #else
 #error "pmcprof's uprobe calibration targets exist for x86-64 and arm64"
 #endif
 extern "C" void pmcprof_calibration_stepped();
+extern "C" void pmcprof_calibration_usdt();
 
 namespace pmcprof {
 
@@ -159,6 +167,21 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
         p.fentry = object.attach_fentry(id, target);
       break;
     }
+    case ProbeBackend::usdt: {
+      // The region's end at the second site, then its start at the first: the start's nop
+      // is the probe's (it exists only to be probed), so no instruction is the region's own.
+      auto where = locate_in_maps(read_file("/proc/self/maps").value_or(""),
+                                  reinterpret_cast<std::uint64_t>(pmcprof_calibration_usdt));
+      if (!where) throw SystemError("pmcprof's own calibration target is not in a mapped file");
+      p.probed = "an empty region in pmcprof (between two nop sites, as USDT probes are)";
+      p.call = pmcprof_calibration_usdt;
+      p.links.push_back(object.attach_user(ProbeRole::exit, id, where->path,
+                                           where->file_offset + kUsdtSiteBytes, 0, false,
+                                           ::getpid()));
+      p.links.push_back(object.attach_user(ProbeRole::entry, probe_cookie(id, {}, true),
+                                           where->path, where->file_offset, 0, false, ::getpid()));
+      break;
+    }
     case ProbeBackend::tracepoint: {
       const CheapSyscall* s = free_syscall(req.busy_syscalls);
       if (!s) throw SystemError("every cheap syscall is a target: nothing left to calibrate on");
@@ -230,8 +253,8 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
       if (s.measured & (1u << i)) per_event[i].push_back(s.delta[i]);
   }
   if (oncpu.empty()) {
-    bias.why_not = "no calibration call was measured (" + std::to_string(samples.size()) +
-                   " of " + std::to_string(kCalls) + " seen)";
+    bias.why_not = "no calibration call was measured (" + std::to_string(samples.size()) + " of " +
+                   std::to_string(kCalls) + " seen)";
     return bias;
   }
   bias.calibrated = true;
