@@ -1,5 +1,7 @@
 #include "pmcprof/events/event_resolver.hpp"
 
+#include <cctype>
+
 // linux/perf_event.h first: libpfm4's own copy of the perf ABI then stands aside.
 #include <linux/perf_event.h>
 #include <perfmon/pfmlib_perf_event.h>
@@ -25,6 +27,26 @@ PfmLibrary::~PfmLibrary() {
 bool ResolvedEvent::is_clock() const {
   return attr.type == PERF_TYPE_SOFTWARE &&
          (attr.config == PERF_COUNT_SW_CPU_CLOCK || attr.config == PERF_COUNT_SW_TASK_CLOCK);
+}
+
+bool ResolvedEvent::counts_instructions_or_cycles() const {
+  if (attr.type == PERF_TYPE_HARDWARE)
+    return attr.config == PERF_COUNT_HW_INSTRUCTIONS || attr.config == PERF_COUNT_HW_CPU_CYCLES;
+  std::string name = canonical;
+  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* known : {"INST_RETIRED", "INSTRUCTIONS_RETIRED", "INSTRUCTION_RETIRED",
+                            "CPU_CYCLES", "CPU_CLK_UNHALTED", "CYCLES_NOT_IN_HALT"})
+    if (name.find(known) != std::string::npos) return true;
+  if (attr.type != PERF_TYPE_RAW) return false;
+#if defined(__aarch64__)
+  const auto code = attr.config & 0xffff;
+  return code == 0x08 || code == 0x11;
+#elif defined(__x86_64__)
+  const auto code = attr.config & 0xff;
+  return code == 0xc0 || code == 0x3c;
+#else
+  return false;
+#endif
 }
 
 void apply_modifiers(const EventModifiers& mods, perf_event_attr& attr) {

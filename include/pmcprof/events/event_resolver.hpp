@@ -20,6 +20,10 @@ struct ResolvedEvent {
   const std::string& display_name() const { return spec.text; }
   bool is_software() const { return attr.type == PERF_TYPE_SOFTWARE; }
   bool is_clock() const;  // cpu-clock or task-clock: value in ns
+  // Counts retired instructions or core cycles: the generic events, the model events named so
+  // (INST_RETIRED, CPU_CYCLES, CPU_CLK_UNHALTED, ...), and raw codes of the architecture's
+  // own counters (arm64 PMUv3 0x08/0x11; x86 0xc0/0x3c).
+  bool counts_instructions_or_cycles() const;
 };
 
 struct ResolvedGroup {
