@@ -37,7 +37,7 @@ import unittest
 
 import pmcprof_testlib as t
 
-EXIT_USAGE = 2
+EXIT_USAGE = 129  # usage errors exit as perf's do
 
 
 class OutputErrors(unittest.TestCase):
