@@ -221,6 +221,14 @@ class Layout(unittest.TestCase):
         t.log(f"<not supported> in CSV: pmcprof {mine}, perf {perfs}")
         self.assertEqual(mine, perfs)
 
+    def test_big_num_by_default(self):
+        # 2 CPUs x 0.6 s = 1,200 msec of cpu-clock: grouped unless --no-big-num.
+        for args, grouped in (([], True), (["-B"], True), (["--no-big-num"], False)):
+            s = t.stat(["-a", "--timeout", "600", "-e", "cpu-clock", *args], fmt="text")
+            self.assertEqual(s.returncode, 0, s.stderr)
+            has = re.search(r"\d,\d{3}\.\d\d msec cpu-clock", s.text) is not None
+            self.assertEqual(has, grouped, f"{args}: {s.text}")
+
     def test_no_big_num_and_cpu_times(self):
         s = t.stat(["--no-big-num", "-e", "task-clock,page-faults"],
                    [t.workload("burn"), "200"], fmt="text")
