@@ -44,8 +44,8 @@ void add_perf_flags(CLI::App& stat, StatOptions& o) {
   stat.add_flag("--per-socket", o.per_socket, "One line per socket (system-wide)");
   stat.add_flag("--per-node", o.per_node, "One line per NUMA node (system-wide)");
   stat.add_flag("--no-merge", o.no_merge, "Accepted for perf: pmcprof never merges events");
-  stat.add_flag("-B,--big-num,!--no-big-num", o.big_num,
-                "Thousands separators in text (the default; --no-big-num drops them)");
+  stat.add_flag("-B,--big-num", o.big_num, "Thousands separators in text (the default)");
+  stat.add_flag("--no-big-num", o.no_big_num, "No thousands separators in text");
   stat.add_option("-M,--metrics", o.metrics,
                   "Metrics or metric groups to count, comma list ('pmcprof list --metrics')")
       ->type_name("METRICS")

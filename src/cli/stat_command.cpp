@@ -124,7 +124,7 @@ CgroupBackend parse_cgroup_backend(const std::string& text) {
 RenderOptions render_options(const StatOptions& opts) {
   RenderOptions r;
   r.intervals = opts.interval_ms.has_value();
-  r.big_num = opts.big_num.value_or(true);
+  r.big_num = !opts.no_big_num;
   r.metric_only = opts.metric_only;
   r.csv_summary_prefix = !opts.no_csv_summary;
   if (opts.json)

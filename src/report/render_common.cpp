@@ -70,7 +70,9 @@ std::vector<MetricColumn> metric_columns(const CountingReport& r) {
     auto m = derive_metric(r, row);
     if (!m || !metric_only_unit(m->unit)) continue;
     const std::string title = starts_with(m->unit, "of all") ? row.event + " " + m->unit : m->unit;
-    cols.push_back({title, metric_format(*m), row.kind, {}});
+    bool seen = false;  // the same derived metric from -e's events and from a -M group's
+    for (const auto& c : cols) seen |= c.title == title;
+    if (!seen) cols.push_back({title, metric_format(*m), row.kind, {}});
   }
   for (const auto& m : r.metrics) {
     bool seen = false;

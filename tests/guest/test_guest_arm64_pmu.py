@@ -35,6 +35,14 @@ Checked (counting mode, and the parts of function mode that work today):
   * libpfm4 model names arm_ac57::INST_RETIRED:u and arm_ac57::CPU_CYCLES:u count exactly what
     the generic instructions:u does;
   * `pmcprof doctor --json` reports the hardware PMU present;
+  * perf compatibility (issue 11) on a real PMU: `-d` adds perf's L1-dcache and LLC events
+    (each counted, not counted or not supported, never a made-up 0) beside an exact
+    instructions:u; `-M IPC` is exactly 1.00 (cycles == instructions under icount) in JSON, on
+    its text line and in --metric-only CSV, and `list --metrics` calls IPC countable here; a
+    group of 8 instruction events does not fit the 6 general counters: as perf, its members
+    beyond the sixth are <not supported> and the six count together all the time, while the
+    same group written {...}:W falls back to 8 separate events, multiplexed, each within 2 % of
+    the unmultiplexed count;
   * defect 1: `--func libc:rand` resolves on arm64 (ldconfig's "(libc6,AArch64)" entry) and
     counts exactly the workload's N calls;
   * kprobe and fentry on tcp_sendmsg with -e cycles,instructions: exactly N calls for N
@@ -69,6 +77,9 @@ MUX_EVENTS = ["instructions:u", "arm_ac57::INST_RETIRED:u", "perf::instructions:
               "perf::PERF_COUNT_HW_INSTRUCTIONS:u", "r8:u", "r08:u", "r008:u", "r0008:u",
               "r00008:u", "r000008:u"]
 MUX_TOLERANCE = 0.02
+FIT_EVENTS = 8                    # a group of 8 instruction events: 2 more than the counters
+GENERAL_COUNTERS = 6              # Cortex-A57's PMU in qemu: 6 general counters + the cycle counter
+DETAILED = ["L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses"]
 LONG_RUN_EXTRA = 100
 N_CALLS = 1000
 EXACT_FN_INSNS = 202              # pmu_workload.c: mov, 100 x (subs, b.ne), ret
@@ -93,7 +104,7 @@ class Plan:
 
     def stat(self, name, events, workload, fmt="json", extra=()):
         ext = {"json": "json", "csv": "csv", "text": "txt"}[fmt]
-        argv = [self.pmcprof, "stat", "-e", events, *extra]
+        argv = [self.pmcprof, "stat", *(["-e", events] if events else []), *extra]
         argv += {"json": ["-j"], "csv": ["-x,"], "text": []}[fmt]
         argv += ["-o", f"$OUT/{name}.{ext}", "--", *workload]
         self.steps.append((name, argv))
@@ -130,6 +141,15 @@ def make_plan(pmcprof, workload, tcp_pair):
     p.stat("mux_text", mux, p.loop(N_MUX), "text")
     p.stat("swgroup", "{cycles:u,page-faults}," + ",".join(MUX_EVENTS[:7]), p.loop(N_MUX))
     p.stat("pfm", "arm_ac57::INST_RETIRED:u,arm_ac57::CPU_CYCLES:u,instructions:u", p.loop(N1))
+    # perf compatibility: -d, -M, weak groups that do not fit the counters.
+    p.stat("detailed", "instructions:u", p.loop(N1), extra=["-d"])
+    p.stat("metric_json", None, p.loop(N1), extra=["-M", "IPC,CPUs_utilized,branch_miss_rate"])
+    p.stat("metric_text", None, p.loop(N1), "text", extra=["-M", "IPC"])
+    p.stat("metric_only", None, p.loop(N1), "csv", extra=["-M", "IPC", "--metric-only"])
+    group = "{" + ",".join(MUX_EVENTS[:FIT_EVENTS]) + "}"
+    p.stat("group_fit", group, p.loop(N_MUX))
+    p.stat("weak_fit", group + ":W", p.loop(N_MUX))
+    p.steps.append(("list_metrics", [pmcprof, "list", "--metrics", "-j"]))
     # Function mode.
     p.stat("libc", "instructions:u", [workload, "libc_calls", str(N_CALLS)],
            extra=["--func", "libc:rand"])
@@ -327,6 +347,80 @@ def check_pfm(C, R, constant):
                 "arm_ac57::INST_RETIRED:u is exactly 2N + C", f"{vals} vs {2 * N1 + constant}")
 
 
+def check_perf_compat(C, R, constant):
+    log("\n== perf compatibility: -d, -M IPC, a group that does not fit the counters")
+    rep = R.json("detailed")
+    if C.check(R.rc("detailed") == 0 and rep is not None, "-d: exits 0 with a report",
+               R.describe("detailed")):
+        rows = {c.get("event"): c for c in counters(rep)}
+        for e in DETAILED:
+            r = rows.get(e, {})
+            log(f"  -d {e}: {r.get('status')} value={r.get('value')} metric={r.get('metric')}")
+            C.check(r.get("status") in ("ok", "not-counted", "not-supported") and
+                    (r.get("value") is None) == (r.get("status") != "ok"),
+                    f"-d: {e} reported, a value exactly when counted", str(r))
+        if constant is not None:
+            C.check(value_of(rep, "instructions:u") == 2 * N1 + constant,
+                    "-d: instructions:u is still exactly 2N + C", str(rows.get("instructions:u")))
+    rep = R.json("metric_json")
+    metrics = {m.get("name"): m for m in (rep or {}).get("metrics", [])}
+    for name, m in metrics.items():
+        log(f"  -M {name}: {m.get('status')} value={m.get('value')} {m.get('unit')} "
+            f"{m.get('reason') or ''}")
+    ipc = metrics.get("IPC", {})
+    C.check(R.rc("metric_json") == 0 and ipc.get("status") == "ok" and
+            abs((ipc.get("value") or 0) - 1.0) < 0.005, "-M IPC: 1.00 in JSON",
+            f"{ipc}; {R.describe('metric_json')}")
+    for name, m in metrics.items():
+        C.check((m.get("value") is None) == (m.get("status") == "not-computed") and
+                (m.get("status") == "ok" or bool(m.get("reason"))),
+                f"-M {name}: a value, or none and a reason", str(m))
+    text = R.text("metric_text.txt")
+    line = next((l for l in text.splitlines() if l.rstrip().endswith(" IPC")), "")
+    log(f"  text: {line.strip()}")
+    C.check(re.search(r"#\s+1\.00\s+insn per cycle\s+IPC$", line.rstrip()) is not None,
+            "-M IPC: text line '# 1.00 insn per cycle  IPC'", repr(text[-600:]))
+    # (The file starts with perf's "# started on" line and a blank line.)
+    csv = [l.split(",") for l in R.text("metric_only.csv").splitlines()
+           if l and not l.startswith("#")]
+    log(f"  --metric-only CSV: {csv}")
+    col = csv[0].index("IPC") if csv and "IPC" in csv[0] else None
+    C.check(col is not None and len(csv) == 2 and csv[1][col] == "1.00",
+            "--metric-only CSV: an IPC column reading 1.00", str(csv))
+    try:
+        listed = {m["name"]: m for m in json.loads(R.text("list_metrics.out"))["metrics"]}
+    except (ValueError, KeyError):
+        listed = {}
+    C.check(listed.get("IPC", {}).get("countable") is True, "list --metrics: IPC countable here",
+            str(listed.get("IPC")) + "; " + R.describe("list_metrics"))
+    check_fit(C, R)
+
+
+def check_fit(C, R):
+    ref = value_of(R.json("ref_mux"), "instructions:u")
+    for step in ("group_fit", "weak_fit"):
+        rows = counters(R.json(step))
+        log(f"  {step}: " + "; ".join(f"{r.get('event')} {r.get('status')} "
+                                       f"{r.get('running_pct')}%" for r in rows))
+        C.check(R.rc(step) == 0 and len(rows) == FIT_EVENTS, f"{step}: exits 0, {FIT_EVENTS} rows",
+                R.describe(step))
+        if len(rows) != FIT_EVENTS or not isinstance(ref, int):
+            continue
+        for i, r in enumerate(rows):
+            if step == "group_fit" and i >= GENERAL_COUNTERS:
+                C.check(r.get("status") == "not-supported",
+                        f"group: member #{i} does not fit: <not supported>", str(r))
+                continue
+            val = r.get("value")
+            ok = isinstance(val, (int, float)) and abs(val - ref) <= MUX_TOLERANCE * ref
+            C.check(ok, f"{step}: #{i} within {100 * MUX_TOLERANCE:.0f} % of {ref}", str(r))
+            together = r.get("running_ns") == r.get("enabled_ns")
+            C.check(together if step == "group_fit" else not together,
+                    f"{step}: #{i} " + ("counts all the time (the group fits)"
+                                       if step == "group_fit" else "is multiplexed on its own"),
+                    str(r))
+
+
 def one_function(R, step):
     rep = R.json(step) or {}
     rows = rep.get("functions", [])
@@ -470,6 +564,7 @@ def host_main(args):
     check_mux(C, R, constant)
     check_swgroup(C, R)
     check_pfm(C, R, constant)
+    check_perf_compat(C, R, constant)
     check_functions(C, R)
     check_exact_fn(C, R)
     check_kernel_windows(C, R)

@@ -26,7 +26,8 @@ struct StatOptions {
   bool per_socket = false;                   // --per-socket
   bool per_node = false;                     // --per-node
   bool no_merge = false;                     // --no-merge (pmcprof never merges)
-  std::optional<bool> big_num;               // -B / --no-big-num
+  bool big_num = false;                      // -B (the default anyway)
+  bool no_big_num = false;                   // --no-big-num
   std::vector<std::string> metrics;          // -M, comma lists, repeatable
   bool metric_only = false;                  // --metric-only
   bool metric_no_group = false;              // --metric-no-group
