@@ -41,6 +41,18 @@
 
 #include "pmcprof.h"
 
+#if defined(__TARGET_ARCH_arm64) && !defined(PMCPROF_HAVE_USER_PT_REGS)
+/* The cross build compiles against the build host's vmlinux.h (x86), which lacks arm64's
+ * register layout: the part of it PT_REGS_SP reads, relocated against the running kernel's
+ * BTF at load (CO-RE). */
+struct user_pt_regs {
+  __u64 regs[31];
+  __u64 sp;
+  __u64 pc;
+  __u64 pstate;
+} __attribute__((preserve_access_index));
+#endif
+
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 n_events = 0;
@@ -775,17 +787,21 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
     rec->wall_ns = minus_bias(rec->wall_ns, bias[fid][PMCPROF_BIAS_WALL]);
     rec->oncpu_ns = minus_bias(rec->oncpu_ns, bias[fid][PMCPROF_BIAS_ONCPU]);
   }
-  __u8 measured = 0, ran = 0;
+  /* The masks are built in the record (volatile: read back from memory each time), not in
+   * registers: a register's exact value per path would keep the verifier from merging paths
+   * (2^16 of them with 8 events). */
+  volatile __u8 *measured = &rec->measured, *ran = &rec->ran;
+  *measured = 0;
+  *ran = 0;
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     __u64 d = t->acc[i] - f->v_start[i];
     rec->delta[i] = comp ? minus_bias(d, bias[fid][i]) : d;
-    if (t->gaps[i] == f->gaps[i]) measured |= 1u << i;
-    if (t->runs[i] != f->runs[i]) ran |= 1u << i;
+    if (t->gaps[i] == f->gaps[i]) *measured |= 1u << i;
+    if (t->runs[i] != f->runs[i]) *ran |= 1u << i;
   }
-  if ((ran & ~measured) != 0) rec->flags |= PMCPROF_REC_MULTIPLEXED;
-  rec->measured = measured;
-  rec->ran = ran;
+  /* Some event did not run through the call (ran in part, or not at all): multiplexed. */
+  if (*measured != (__u8)((1u << n_events) - 1)) rec->flags |= PMCPROF_REC_MULTIPLEXED;
   return 0;
 }
 

@@ -12,6 +12,13 @@ else()
   set(BPF_TARGET_ARCH ${CMAKE_SYSTEM_PROCESSOR})
 endif()
 
+# vmlinux.h comes from the build host's BTF: a native arm64 build has arm64's register layout in
+# it; a cross build from x86 does not, and bpf/func.bpf.c then declares what it reads.
+set(BPF_ARCH_DEFINES "")
+if(BPF_TARGET_ARCH STREQUAL "arm64" AND NOT CMAKE_CROSSCOMPILING)
+  set(BPF_ARCH_DEFINES -DPMCPROF_HAVE_USER_PT_REGS)
+endif()
+
 set(BPF_GEN_DIR ${CMAKE_BINARY_DIR}/bpf)
 file(MAKE_DIRECTORY ${BPF_GEN_DIR})
 
@@ -47,7 +54,7 @@ function(bpf_object name source)
     list(APPEND deps ${CMAKE_SOURCE_DIR}/${d})
   endforeach()
   add_custom_command(OUTPUT ${obj}
-    COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${BPF_TARGET_ARCH}
+    COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${BPF_TARGET_ARCH} ${BPF_ARCH_DEFINES}
             -Wall -Wno-unused-function
             -I${BPF_GEN_DIR} -I${CMAKE_SOURCE_DIR}/bpf
             -c ${src} -o ${obj}

@@ -11,6 +11,7 @@
 #   pmcprof stat -G sys<TAB>           cgroup v2 directories (under its mount, comma lists)
 #   pmcprof stat --backend <TAB>       auto fentry kprobe (and --aggregate, --by, --cgroup-backend)
 #   pmcprof stat --func syscall:<TAB>  system calls with tracepoints
+#   pmcprof stat -M I<TAB>             metrics and metric groups (`pmcprof list --metrics`)
 #   pmcprof stat -- make <TAB>         the command's own completion
 #
 # The flags come from a built-in list, merged with those `pmcprof SUBCOMMAND --help` prints, so
@@ -20,14 +21,19 @@ _pmcprof_subcommands="stat list doctor serve"
 _pmcprof_top_opts="-h --help -V --version"
 
 # stat's flags; the first list takes an argument. serve takes the same plus --listen ADDR:PORT
-# and --web.config.file FILE.
-_pmcprof_stat_args="-e --event -C --cpu -p --pid -t --tid -I --interval-print --timeout -r --repeat
-  -x --field-separator -o --output --func --backend --aggregate --by --buffer-pages --thread-state -G --cgroup
-  --for-each-cgroup --cgroup-backend"
-_pmcprof_stat_flags="-h --help -a --all-cpus -A --per-cpu --no-aggr -j --json --no-sched-hook --no-compensate
-  -v --verbose"
+# and --web.config.file FILE, but not those of stat's report (the *_report lists: intervals,
+# layout, metrics).
+_pmcprof_stat_args="-e --event -C --cpu -p --pid -t --tid --timeout --func --backend --aggregate
+  --by --buffer-pages --thread-state -G --cgroup --for-each-cgroup --cgroup-backend"
+_pmcprof_stat_flags="-h --help -a --all-cpus -A --per-cpu --no-aggr --no-sched-hook --no-compensate -v --verbose
+  -q --quiet"
+_pmcprof_stat_report_args="-I --interval-print --interval-count -r --repeat -x --field-separator
+  -o --output -M --metrics"
+_pmcprof_stat_report_flags="-j --json --json-output --per-thread --per-core --per-die
+  --per-socket --per-node --no-merge -B --big-num --no-big-num --metric-only --metric-no-group
+  --metric-no-merge -d --detailed --summary --no-csv-summary"
 _pmcprof_list_args=""
-_pmcprof_list_flags="-h --help --all -j --json --names"
+_pmcprof_list_flags="-h --help --all -j --json --names --metrics --metricgroups"
 _pmcprof_doctor_args=""
 _pmcprof_doctor_flags="-h --help -j --json"
 
@@ -62,7 +68,10 @@ _pmcprof_help_options() {
 _pmcprof_options() {
   local bin=$1 sub=$2 args flags
   case $sub in
-    stat) args=$_pmcprof_stat_args flags=$_pmcprof_stat_flags ;;
+    stat)
+      args="$_pmcprof_stat_args $_pmcprof_stat_report_args"
+      flags="$_pmcprof_stat_flags $_pmcprof_stat_report_flags"
+      ;;
     serve) args="$_pmcprof_stat_args --listen --web.config.file" flags=$_pmcprof_stat_flags ;;
     list) args=$_pmcprof_list_args flags=$_pmcprof_list_flags ;;
     doctor) args=$_pmcprof_doctor_args flags=$_pmcprof_doctor_flags ;;
@@ -95,6 +104,19 @@ _pmcprof_load_events() {
     _pmcprof_events=$("$bin" list --names 2>/dev/null)
     _pmcprof_events_bin=$bin
   fi
+}
+
+# -M: a comma list of metrics and metric groups (`pmcprof list --metrics --names`,
+# `--metricgroups`), cached per binary.
+_pmcprof_complete_metrics() {
+  local bin=$1 cur=$2 prefix part
+  if [[ ${_pmcprof_metrics_bin-} != "$bin" || -z ${_pmcprof_metrics-} ]]; then
+    _pmcprof_metrics=$("$bin" list --metrics --names 2>/dev/null; "$bin" list --metricgroups 2>/dev/null)
+    _pmcprof_metrics_bin=$bin
+  fi
+  part=${cur##*,}
+  prefix=${cur:0:${#cur}-${#part}}
+  _pmcprof_add "$prefix" "$part" <<<"$_pmcprof_metrics"
 }
 
 # The cgroup v2 mount point, from /proc/self/mountinfo (fields after " - ": fstype source opts).
@@ -186,6 +208,7 @@ _pmcprof_complete_value() {
   local bin=$1 opt=$2 cur=$3 p
   case $opt in
     -e | --event) _pmcprof_complete_events "$bin" "$cur" ;;
+    -M | --metrics) _pmcprof_complete_metrics "$bin" "$cur" ;;
     -G | --cgroup | --for-each-cgroup) _pmcprof_complete_cgroups "$cur" ;;
     --backend) _pmcprof_add "" "$cur" <<<$'auto\nfentry\nkprobe' ;;
     --aggregate) _pmcprof_add "" "$cur" <<<$'auto\nkernel\nstream\nboth' ;;
@@ -207,6 +230,7 @@ _pmcprof_complete_value() {
       done
       ;;
     -x | --field-separator) _pmcprof_add "" "$cur" <<<$',\n;' ;;
+    --interval-count) _pmcprof_add "" "$cur" <<<$'1\n5\n10' ;;
     --buffer-pages) _pmcprof_add "" "$cur" <<<$'1\n2\n4\n8\n16\n32\n64\n128\n256' ;;
     -C | --cpu)
       for p in /sys/devices/system/cpu/cpu[0-9]*; do

@@ -8,7 +8,7 @@ set -eu
 # (the unit's system-call filter against what pmcprof calls).
 PKGS="build-essential cmake pkg-config clang llvm libbpf-dev bpftool libcli11-dev nlohmann-json3-dev \
 libpfm4-dev libelf-dev zlib1g-dev libre2-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
-prometheus curl python3-jsonschema man-db qemu-system-x86 busybox-static \
+prometheus curl jq python3-jsonschema man-db qemu-system-x86 busybox-static \
 libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd adduser strace"
 # The arm64 guest test (tests/guest/test_guest_arm64_pmu.py): a cross build of pmcprof against
 # the arm64 libraries, installed multi-arch beside the amd64 ones, and qemu-system-aarch64.

@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "pmcprof/cli/commands.hpp"
+#include "pmcprof/cli/list_metrics.hpp"
 #include "pmcprof/events/event_catalog.hpp"
 #include "pmcprof/events/event_resolver.hpp"
 #include "pmcprof/report/number_format.hpp"
@@ -64,6 +65,12 @@ void print_json(const std::vector<CatalogPmu>& pmus, std::ostream& out) {
 
 int run_list_command(const ListOptions& opts, std::ostream& out) {
   PfmLibrary pfm;
+  if (opts.metrics || opts.metric_groups) {
+    if (!opts.filter.empty())
+      throw UserError("list --metrics and --metricgroups take no filter",
+                      "pmcprof list --metrics | grep WORD");
+    return list_metrics(opts, EventResolver(pfm), out);
+  }
   auto pmus = filter_catalog(event_catalog(pfm, !opts.all_pmus), opts.filter);
   if (pmus.empty() && !opts.filter.empty())
     throw UserError("no event or PMU matches '" + opts.filter + "'",

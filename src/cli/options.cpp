@@ -36,6 +36,38 @@ CLI::Option* add_number(CLI::App& app, const std::string& flags, T& target, cons
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
+// perf stat's aggregation, layout and metric flags (stat only: serve has no report).
+void add_perf_flags(CLI::App& stat, StatOptions& o) {
+  stat.add_flag("--per-thread", o.per_thread, "One line per thread (with -p, -t or system-wide)");
+  stat.add_flag("--per-core", o.per_core, "One line per physical core (system-wide)");
+  stat.add_flag("--per-die", o.per_die, "One line per die (system-wide)");
+  stat.add_flag("--per-socket", o.per_socket, "One line per socket (system-wide)");
+  stat.add_flag("--per-node", o.per_node, "One line per NUMA node (system-wide)");
+  stat.add_flag("--no-merge", o.no_merge, "Accepted for perf: pmcprof never merges events");
+  stat.add_flag("-B,--big-num", o.big_num, "Thousands separators in text (the default)");
+  stat.add_flag("--no-big-num", o.no_big_num, "No thousands separators in text");
+  stat.add_option("-M,--metrics", o.metrics,
+                  "Metrics or metric groups to count, comma list ('pmcprof list --metrics')")
+      ->type_name("METRICS")
+      ->allow_extra_args(false);
+  stat.add_flag("--metric-only", o.metric_only, "Print only metrics, one column each");
+  stat.add_flag("--metric-no-group", o.metric_no_group,
+                "Open a metric's events one by one instead of as one group");
+  stat.add_flag("--metric-no-merge", o.metric_no_merge,
+                "Accepted for perf: pmcprof never shares events between metrics");
+  stat.add_flag("-d,--detailed", o.detailed,
+                "More events: -d L1-dcache and LLC, -dd also L1-icache and TLBs, -ddd prefetches");
+  add_number(stat, "-I,--interval-print", o.interval_ms, "-I", 10, kMaxMs,
+             "Print deltas every MS milliseconds", "ms")
+      ->type_name("MS");
+  add_number(stat, "--interval-count", o.interval_count, "--interval-count", 1, kMaxRepeat,
+             "Stop after N intervals (with -I)")
+      ->type_name("N");
+  stat.add_flag("--summary", o.summary, "With -I, print the whole run's summary at the end");
+  stat.add_flag("--no-csv-summary", o.no_csv_summary,
+                "With -x and --summary, no 'summary' field before the summary rows");
+}
+
 // `serve` takes stat's flags except those about a finite report (-I, -r, -x, -j, -o).
 void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
   stat.add_option("-e,--event", o.events,
@@ -52,11 +84,7 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
   add_number(stat, "-t,--tid", o.tid, "-t", 1, kMaxPid, "Count one existing thread")
       ->type_name("TID");
   stat.add_flag("-A,--per-cpu,--no-aggr", o.per_cpu, "One line per CPU instead of the sum");
-  if (!for_serve) {
-    add_number(stat, "-I,--interval-print", o.interval_ms, "-I", 10, kMaxMs,
-               "Print deltas every MS milliseconds", "ms")
-        ->type_name("MS");
-  }
+  if (!for_serve) add_perf_flags(stat, o);
   add_number(stat, "--timeout", o.timeout_ms, "--timeout", 1, kMaxMs,
              "Stop counting after MS milliseconds", "ms")
       ->type_name("MS");
@@ -70,7 +98,8 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
         ->type_name("SEP");
   }
   if (!for_serve) {
-    stat.add_flag("-j,--json", o.json, "JSON output (NDJSON with -I)");
+    stat.add_flag("-j,--json,--json-output", o.json,
+                  "JSON output, pmcprof's schema (NDJSON with -I; docs/json.md)");
   }
   if (!for_serve) {
     stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
@@ -170,6 +199,9 @@ int run_cli(int argc, char** argv) {
   list->add_flag("--all", list_opts.all_pmus, "Include PMUs that are not present on this machine");
   list->add_flag("-j,--json", list_opts.json, "JSON output");
   list->add_flag("--names", list_opts.names_only, "One event name a line (for completion)");
+  list->add_flag("--metrics", list_opts.metrics,
+                 "The metrics of -M: formula, events, whether this machine can count them");
+  list->add_flag("--metricgroups", list_opts.metric_groups, "The metric groups of -M");
 
   ServeOptions serve_opts;
   CLI::App* serve = app.add_subcommand(
@@ -212,6 +244,9 @@ int run_cli(int argc, char** argv) {
         throw UserError(
             "unknown option " + quote(stat_opts.command.front()) + " for 'pmcprof stat'",
             "see 'pmcprof stat --help'; put the command after --");
+      stat_opts.subcommand_word =
+          !stat_opts.command.empty() &&
+          (stat_opts.command.front() == "record" || stat_opts.command.front() == "report");
       if (stat_opts.command.empty()) stat_opts.command = app.remaining();
       if (!stat_opts.command.empty() && stat_opts.command.front() == "--")
         stat_opts.command.erase(stat_opts.command.begin());

@@ -4,16 +4,20 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 
 #include "pmcprof/cli/choices.hpp"
 #include "pmcprof/cli/stat_options.hpp"
 #include "pmcprof/counters/cgroups.hpp"
+#include "pmcprof/events/metric_table.hpp"
+#include "pmcprof/events/sysfs_pmu.hpp"
 #include "pmcprof/platform/cpu_list.hpp"
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/probes/usdt.hpp"
 #include "pmcprof/report/aggregate.hpp"
+#include "pmcprof/report/metric_values.hpp"
 #include "pmcprof/run/counting_run.hpp"
 #include "pmcprof/run/function_session.hpp"
 #include "pmcprof/util/error.hpp"
@@ -27,13 +31,15 @@ namespace {
 constexpr long long kMinIntervalMs = 10;
 
 // Where the report goes: stderr like perf stat, a file with -o FILE, stdout with -o -.
+// In counting mode a text or CSV file starts with perf's "# started on DATE" line and a blank
+// line (JSON files do not: they stay one JSON document or NDJSON).
 // Every write is checked (CheckedOutput). The file is opened non-blocking, so a FIFO without
 // a reader is refused at once instead of hanging; other files then block as usual. A write
 // that fails while intervals are printed stops the run as SIGTERM would (the measurement can
 // no longer be delivered: a closed pipe, a full disk); finish() says so in one line.
 class ReportSink {
  public:
-  explicit ReportSink(const std::optional<std::string>& path) {
+  ReportSink(const std::optional<std::string>& path, bool header) {
     if (!path) {
       name_ = "stderr";
       out_.emplace(STDERR_FILENO, false);
@@ -55,10 +61,17 @@ class ReportSink {
       out_.emplace(fd, true);
       const int flags = fcntl(fd, F_GETFL);
       if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+      if (header) write_started_on();
     }
     out_->set_on_error([](int) { ::kill(::getpid(), SIGTERM); });
   }
   std::ostream& stream() { return *out_; }
+  void write_started_on() {
+    const std::time_t now = std::time(nullptr);
+    char date[64];
+    std::strftime(date, sizeof(date), "%a %b %e %H:%M:%S %Y", std::localtime(&now));
+    *out_ << "# started on " << date << "\n\n";
+  }
   // The run is over: a failed write no longer has a run to stop.
   void run_ended() { out_->set_on_error({}); }
 
@@ -113,6 +126,9 @@ CgroupBackend parse_cgroup_backend(const std::string& text) {
 RenderOptions render_options(const StatOptions& opts) {
   RenderOptions r;
   r.intervals = opts.interval_ms.has_value();
+  r.big_num = !opts.no_big_num;
+  r.metric_only = opts.metric_only;
+  r.csv_summary_prefix = !opts.no_csv_summary;
   if (opts.json)
     r.format = OutputFormat::json;
   else if (opts.csv_separator) {
@@ -124,14 +140,25 @@ RenderOptions render_options(const StatOptions& opts) {
 
 }  // namespace
 
+AggrMode aggregation_of(const StatOptions& opts) {
+  if (opts.per_cpu) return AggrMode::cpu;
+  if (opts.per_thread) return AggrMode::thread;
+  if (opts.per_core) return AggrMode::core;
+  if (opts.per_die) return AggrMode::die;
+  if (opts.per_socket) return AggrMode::socket;
+  if (opts.per_node) return AggrMode::node;
+  return AggrMode::global;
+}
+
 CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
   CountingPlan plan;
   plan.groups = std::move(groups);
   plan.command = opts.command;
-  plan.per_cpu = opts.per_cpu;
+  plan.aggr = aggregation_of(opts);
   plan.verbose = opts.verbose;
   plan.quiet = opts.quiet;
   if (opts.interval_ms) plan.interval_ms = static_cast<std::uint64_t>(*opts.interval_ms);
+  if (opts.interval_count) plan.interval_count = static_cast<std::uint64_t>(*opts.interval_count);
   if (opts.timeout_ms) plan.timeout_ms = static_cast<std::uint64_t>(*opts.timeout_ms);
   if (opts.pid) plan.pid = static_cast<pid_t>(*opts.pid);
   if (opts.tid) plan.tid = static_cast<pid_t>(*opts.tid);
@@ -159,18 +186,18 @@ CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGro
   return plan;
 }
 
-void validate_stat_options(const StatOptions& opts) {
-  const std::string hint = "see 'pmcprof stat --help'";
-  if (opts.events_given) {
-    bool any = false;
-    for (const auto& e : opts.events) any |= !trim(e).empty();
-    if (!any)
-      throw UserError("empty event list given to -e", "name events like -e task-clock,cycles");
-  }
+namespace {
+
+void validate_numbers(const StatOptions& opts, const std::string& hint) {
   if (opts.interval_ms && *opts.interval_ms < kMinIntervalMs)
     throw UserError("invalid -I " + std::to_string(*opts.interval_ms) +
                         ": the interval must be at least " + std::to_string(kMinIntervalMs) + " ms",
                     "e.g. -I 1000 prints every second");
+  if (opts.interval_count && *opts.interval_count <= 0)
+    throw UserError(
+        "invalid --interval-count " + std::to_string(*opts.interval_count) + ": at least 1", hint);
+  if (opts.interval_count && !opts.interval_ms)
+    throw UserError("--interval-count needs -I", "e.g. -I 1000 --interval-count 5");
   if (opts.timeout_ms && *opts.timeout_ms <= 0)
     throw UserError("invalid --timeout " + std::to_string(*opts.timeout_ms) +
                         ": it must be a positive number of milliseconds",
@@ -184,14 +211,38 @@ void validate_stat_options(const StatOptions& opts) {
     throw UserError("invalid -p " + std::to_string(*opts.pid) + ": not a PID", hint);
   if (opts.tid && *opts.tid <= 0)
     throw UserError("invalid -t " + std::to_string(*opts.tid) + ": not a TID", hint);
+  if (opts.detailed > 3)
+    throw UserError("-d given " + std::to_string(opts.detailed) + " times: at most -ddd", hint);
+}
+
+// -A and the --per-* modes: one at a time, each where it makes sense.
+void validate_aggregation(const StatOptions& opts, const std::string& hint) {
+  const int modes = opts.per_cpu + opts.per_thread + opts.per_core + opts.per_die +
+                    opts.per_socket + opts.per_node;
+  if (modes > 1)
+    throw UserError(
+        "give one of -A, --per-thread, --per-core, --per-die, --per-socket, "
+        "--per-node",
+        hint);
+  const bool cpus = opts.all_cpus || opts.cpu_list;
+  const bool per_place = opts.per_core || opts.per_die || opts.per_socket || opts.per_node;
+  if (opts.per_cpu && !cpus)
+    throw UserError("-A/--per-cpu needs system-wide counting (-a or -C)", "add -a");
+  if (per_place && !cpus)
+    throw UserError("--per-core, --per-die, --per-socket and --per-node count CPUs: add -a or -C",
+                    "e.g. pmcprof stat -a --per-core -- sleep 1");
+  if (opts.per_thread && !cpus && !opts.pid && !opts.tid)
+    throw UserError("--per-thread counts the threads of -p, -t or, with -a, of the whole system",
+                    "e.g. pmcprof stat --per-thread -p PID");
+  if (opts.per_thread && opts.cpu_list)
+    throw UserError("--per-thread counts threads on every CPU: not with -C", hint);
+}
+
+void validate_targets(const StatOptions& opts, const std::string& hint) {
   const bool cpus = opts.all_cpus || opts.cpu_list;
   if ((opts.pid || opts.tid) && cpus)
     throw UserError("-p/-t count a task; they cannot be combined with -a/-C", hint);
   if (opts.pid && opts.tid) throw UserError("give either -p or -t, not both", hint);
-  if ((opts.pid || opts.tid) && !opts.command.empty())
-    throw UserError("-p/-t attach to a running task; they cannot be combined with a command", hint);
-  if (opts.per_cpu && !cpus)
-    throw UserError("-A/--per-cpu needs system-wide counting (-a or -C)", "add -a");
   if (opts.json && opts.csv_separator) throw UserError("-j and -x cannot be combined", hint);
   if (opts.csv_separator && opts.csv_separator->empty())
     throw UserError("-x needs a separator, e.g. -x ,", hint);
@@ -211,9 +262,14 @@ void validate_stat_options(const StatOptions& opts) {
     if (!cpus)
       throw UserError("per-cgroup counting (-G, --for-each-cgroup) is system-wide: add -a",
                       "e.g. pmcprof stat -a -G system.slice -- sleep 1");
-    if (opts.per_cpu) throw UserError("-A cannot be combined with -G/--for-each-cgroup", hint);
+    if (opts.per_cpu || opts.per_thread || opts.per_core || opts.per_die || opts.per_socket ||
+        opts.per_node)
+      throw UserError("-A and --per-* cannot be combined with -G/--for-each-cgroup", hint);
   }
-  if (!function_mode) {
+}
+
+void validate_function_mode(const StatOptions& opts) {
+  if (!opts.function_mode()) {
     // Function-mode flags without --func would be silently ignored: say so instead.
     const char* func_only = opts.backend != "auto"        ? "--backend"
                             : opts.aggregate != "auto"    ? "--aggregate"
@@ -228,16 +284,49 @@ void validate_stat_options(const StatOptions& opts) {
       throw UserError(
           std::string(func_only) + " applies to function mode only: add --func or --region",
           "e.g. pmcprof stat --func syscall:getppid " + std::string(func_only) + " ...");
-  }
-  if (function_mode) {
-    if (opts.tid || opts.cpu_list || opts.per_cpu || opts.repeat > 1)
-      throw UserError("--func cannot be combined with -t, -C, -A or -r",
-                      "function mode counts on every CPU; filter with -p PID or a command");
     return;
   }
-  if (!cpus && !opts.pid && !opts.tid && opts.command.empty())
-    throw UserError("nothing to count: give a command, -a, -C, -p or -t",
-                    "e.g. pmcprof stat -a -- sleep 1");
+  if (opts.tid || opts.cpu_list || opts.per_cpu || opts.repeat > 1)
+    throw UserError("--func cannot be combined with -t, -C, -A or -r",
+                    "function mode counts on every CPU; filter with -p PID or a command");
+  if (opts.pid && !opts.command.empty())
+    throw UserError(
+        "-p attaches to a running process; with --func it cannot be combined with "
+        "a command",
+        "see 'pmcprof stat --help'");
+  const char* counting_only =
+      opts.per_thread || opts.per_core || opts.per_die || opts.per_socket || opts.per_node
+          ? "--per-thread/-core/-die/-socket/-node"
+      : !opts.metrics.empty() ? "-M"
+      : opts.metric_only      ? "--metric-only"
+      : opts.detailed > 0     ? "-d"
+      : opts.interval_count   ? "--interval-count"
+                              : nullptr;
+  if (counting_only)
+    throw UserError(std::string(counting_only) + " applies to counting mode, not to --func",
+                    "drop --func to count the whole run");
+}
+
+}  // namespace
+
+void validate_stat_options(const StatOptions& opts) {
+  const std::string hint = "see 'pmcprof stat --help'";
+  if (opts.subcommand_word)
+    throw UserError("'pmcprof stat " + opts.command.front() +
+                        "' is perf's perf.data recording, which pmcprof does not implement",
+                    "count directly (pmcprof stat -- CMD), or save -j output; to run a program "
+                    "named " +
+                        opts.command.front() + ", write pmcprof stat -- " + opts.command.front());
+  if (opts.events_given) {
+    bool any = false;
+    for (const auto& e : opts.events) any |= !trim(e).empty();
+    if (!any)
+      throw UserError("empty event list given to -e", "name events like -e task-clock,cycles");
+  }
+  validate_numbers(opts, hint);
+  validate_targets(opts, hint);
+  validate_function_mode(opts);
+  if (!opts.function_mode()) validate_aggregation(opts, hint);
 }
 
 namespace {
@@ -353,7 +442,7 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
 
 int run_function_stat(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
   FunctionPlan plan = make_function_plan(opts, std::move(groups));
-  ReportSink sink(opts.output);
+  ReportSink sink(opts.output, /*header=*/false);
   auto renderer = make_func_renderer(render_options(opts), sink.stream());
   FunctionOutcome outcome = run_function_mode(plan, renderer.get());
   sink.run_ended();
@@ -361,15 +450,58 @@ int run_function_stat(const StatOptions& opts, std::vector<ResolvedGroup> groups
   return sink.finish(outcome.exit_code);
 }
 
-int run_stat_command(const StatOptions& opts) {
+namespace {
+
+bool cpu_pmu_names(const char* event) {
+  return std::filesystem::exists(std::string(kSysfsPmuRoot) + "/cpu/events/" + event);
+}
+
+// What counting mode counts: -e (or perf's default set when neither -e nor -M is given), the
+// -d events, then one group per -M metric (its events; grouped unless --metric-no-group).
+std::vector<EventGroupSpec> counting_events(const StatOptions& opts, const EventResolver& resolver,
+                                            std::vector<MetricRequest>& metrics) {
+  std::vector<EventGroupSpec> specs;
+  if (opts.events_given)
+    specs = parse_event_list(join(opts.events, ","));
+  else if (opts.metrics.empty())
+    specs = default_events(opts.all_cpus || opts.cpu_list, cpu_pmu_names("stalled-cycles-frontend"),
+                           cpu_pmu_names("stalled-cycles-backend"));
+  for (auto& g : detailed_events(opts.detailed)) specs.push_back(std::move(g));
+  std::vector<std::string> names;
+  for (const auto& m : opts.metrics)
+    for (const auto& n : split(m, ',')) names.push_back(std::string(n));
+  for (const auto& choice : select_metrics(names, resolver)) {
+    EventGroupSpec g;
+    for (const auto& e : choice.events()) g.events.push_back(parse_event(e));
+    g.grouped = !opts.metric_no_group && g.events.size() > 1;
+    g.weak = g.metric = g.grouped;
+    metrics.push_back({choice, specs.size()});
+    specs.push_back(std::move(g));
+  }
+  return specs;
+}
+
+}  // namespace
+
+int run_stat_command(const StatOptions& given) {
+  StatOptions opts = given;
+  // As perf: no command and no task to count means the whole system, until interrupted.
+  if (!opts.function_mode() && opts.command.empty() && !opts.pid && !opts.tid && !opts.cpu_list &&
+      !opts.subcommand_word)
+    opts.all_cpus = true;
   validate_stat_options(opts);
   PfmLibrary pfm;
   EventResolver resolver(pfm);
-  auto specs = opts.events_given ? parse_event_list(join(opts.events, ",")) : default_events();
-  if (opts.function_mode()) return run_function_stat(opts, resolver.resolve(specs));
+  if (opts.function_mode()) {
+    auto specs = opts.events_given ? parse_event_list(join(opts.events, ",")) : default_events();
+    return run_function_stat(opts, resolver.resolve(specs));
+  }
+  std::vector<MetricRequest> metrics;
+  auto specs = counting_events(opts, resolver, metrics);
   CountingPlan plan = make_counting_plan(opts, resolver.resolve(specs));
+  plan.metrics = std::move(metrics);
 
-  ReportSink sink(opts.output);
+  ReportSink sink(opts.output, /*header=*/!opts.json);
   auto renderer = make_renderer(render_options(opts), sink.stream());
   std::vector<CountingReport> runs;
   int exit_code = 0;
@@ -380,7 +512,10 @@ int run_stat_command(const StatOptions& opts) {
     if (runs.back().interrupted) break;
   }
   sink.run_ended();
-  renderer->final(runs.size() == 1 ? runs.front() : combine_runs(runs));
+  CountingReport total = runs.size() == 1 ? runs.front() : combine_runs(runs);
+  if (runs.size() > 1) total.metrics = compute_metrics(total, plan.metrics);
+  // As perf: with -I, the whole run's summary only when asked for (--summary).
+  if (!opts.interval_ms || opts.summary) renderer->final(total);
   return sink.finish(exit_code);
 }
 

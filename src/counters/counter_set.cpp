@@ -67,7 +67,11 @@ CounterSet CounterSet::open(const std::vector<ResolvedGroup>& groups, const Coun
   CounterSet set;
   set.target_ = target;
   const std::size_t instances = target.instance_count();
+  std::vector<Fallback> fallbacks;  // per perf group (groups_)
   for (std::size_t g = 0; g < groups.size(); ++g) {
+    // Events listed without braces are perf groups of one, even when they share a group
+    // index (a metric's events with --metric-no-group).
+    const bool together = groups[g].grouped || groups[g].events.size() == 1;
     Group group;
     for (const auto& ev : groups[g].events) {
       group.members.push_back(set.events_.size());
@@ -77,43 +81,126 @@ CounterSet CounterSet::open(const std::vector<ResolvedGroup>& groups, const Coun
       e.fds.resize(instances);
       e.ids.resize(instances);
       set.events_.push_back(std::move(e));
+      if (!together) {
+        group.leader_per_instance.assign(instances, -1);
+        set.groups_.push_back(std::move(group));
+        fallbacks.push_back({});
+        group = Group{};
+      }
     }
-    group.leader_per_instance.assign(instances, -1);
-    set.groups_.push_back(std::move(group));
+    if (together) {
+      group.leader_per_instance.assign(instances, -1);
+      set.groups_.push_back(std::move(group));
+      fallbacks.push_back({groups[g].weak || groups[g].metric, groups[g].metric});
+    }
   }
   // Ask for enough fds up front; EMFILE half-way through would leave a partial set.
   const std::uint64_t needed = set.events_.size() * instances + 64;
   raise_nofile_limit(needed);
-  for (std::size_t g = 0; g < set.groups_.size(); ++g)
-    for (std::size_t i = 0; i < instances; ++i) set.open_group(g, i);
+  // groups_ grows when a weak group is split: open the groups made above.
+  const std::size_t n_groups = set.groups_.size();
+  for (std::size_t g = 0; g < n_groups; ++g) set.open_group(g, fallbacks[g]);
   return set;
 }
 
-void CounterSet::open_group(std::size_t group_index, std::size_t instance) {
-  Group& group = groups_[group_index];
+void CounterSet::open_group(std::size_t g, Fallback fallback) {
+  const std::size_t instances = target_.instance_count();
+  for (std::size_t i = 0; i < instances; ++i) {
+    if (open_group_on(g, i, fallback)) continue;
+    // A weak group that does not fit: close what it opened and count its events one by one.
+    weak_fallbacks_.push_back(events_[groups_[g].members.front()].event.display_name());
+    std::vector<std::size_t> members = groups_[g].members;
+    for (std::size_t idx : members) {
+      for (auto& fd : events_[idx].fds) fd.reset();
+      events_[idx].supported = false;
+      events_[idx].failure.clear();
+    }
+    groups_[g].members = {members.front()};
+    groups_[g].leader_per_instance.assign(instances, -1);
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      std::size_t single = g;
+      if (k > 0) {
+        single = groups_.size();
+        groups_.push_back({{members[k]}, std::vector<int>(instances, -1)});
+      }
+      for (std::size_t j = 0; j < instances; ++j) open_group_on(single, j, {});
+    }
+    return;
+  }
+}
+
+int CounterSet::open_event(Event& e, std::size_t instance, int group_fd, bool leader) {
   const bool per_cpu = target_.kind == CounterTarget::Kind::cpus;
   const int cpu = per_cpu ? target_.cpus[instance] : -1;
   // A cgroup target passes the cgroup's directory fd as "pid" (PERF_FLAG_PID_CGROUP).
   const bool cgroup = per_cpu && target_.cgroup_fd >= 0;
   const pid_t pid = cgroup ? target_.cgroup_fd : per_cpu ? -1 : target_.threads[instance];
   const unsigned long flags = cgroup ? PERF_FLAG_PID_CGROUP : 0;
+  perf_event_attr attr = e.event.attr;
+  prepare_counter_attr(attr, leader, target_);
+  int fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
+  // :P asks for the highest precise level the PMU takes: step down until one opens.
+  while (fd < 0 && e.event.spec.modifiers.precise_max && attr.precise_ip > 0 &&
+         classify_open_errno(-fd) == OpenFailure::not_supported) {
+    --attr.precise_ip;
+    fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
+    if (fd >= 0) e.event.attr.precise_ip = attr.precise_ip;
+  }
+  if (fd == -EACCES && !per_cpu && !e.event.spec.modifiers.restricts_privilege()) {
+    // Like perf stat: without CAP_PERFMON and with perf_event_paranoid >= 2, a task may
+    // still count its own user space. Count that and say so in the name (":u").
+    attr.exclude_kernel = attr.exclude_hv = 1;
+    fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
+    if (fd >= 0) {
+      e.event.attr.exclude_kernel = e.event.attr.exclude_hv = 1;
+      e.event.spec.text += e.event.spec.modifiers.empty() ? ":u" : "u";
+    }
+  }
+  return fd;
+}
+
+void CounterSet::record_failure(Event& e, int err, bool leader, std::size_t group_size) {
+  const bool per_cpu = target_.kind == CounterTarget::Kind::cpus;
+  const std::string& name = e.event.display_name();
+  const std::size_t fds_needed = events_.size() * target_.instance_count() + 64;
+  switch (classify_open_errno(err)) {
+    case OpenFailure::not_supported:
+    case OpenFailure::busy:
+    case OpenFailure::other:
+      if (leader && group_size > 1)
+        throw GroupError("cannot count the group led by '" + name + "': the kernel refuses " +
+                             name + " (" + errno_string(err) + ")",
+                         "count the events without braces (each then says whether it counts), "
+                         "or put a countable event first");
+      if (e.failure.empty()) e.failure = errno_string(err);
+      return;
+    case OpenFailure::permission:
+      throw UserError(explain_permission_denied(name, per_cpu, err),
+                      "run as root, or grant CAP_PERFMON: setcap cap_perfmon,cap_bpf+ep pmcprof",
+                      kExitFailure);
+    case OpenFailure::too_many_files:
+      throw UserError("out of file descriptors opening '" + name + "': this run needs " +
+                          std::to_string(fds_needed) + " (events x " +
+                          (per_cpu ? "CPUs" : "threads") + " + 64)",
+                      "raise the limit: ulimit -n " + std::to_string(fds_needed), kExitFailure);
+    case OpenFailure::no_such_process:
+      // One of many threads (-p, --per-thread) exited between listing and opening: it has
+      // nothing left to count. A single target that is gone cannot be counted at all.
+      if (target_.kind == CounterTarget::Kind::threads && target_.threads.size() > 1) return;
+      throw UserError("a counted thread exited before counting started", {}, kExitFailure);
+  }
+}
+
+bool CounterSet::open_group_on(std::size_t g, std::size_t instance, Fallback fallback) {
+  Group& group = groups_[g];
   for (std::size_t idx : group.members) {
     Event& e = events_[idx];
     const int leader = group.leader_per_instance[instance];
-    perf_event_attr attr = e.event.attr;
-    prepare_counter_attr(attr, leader < 0, target_);
-    const int group_fd = leader < 0 ? -1 : events_[leader].fds[instance].get();
-    int fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
-    if (fd == -EACCES && !per_cpu && !e.event.spec.modifiers.restricts_privilege()) {
-      // Like perf stat: without CAP_PERFMON and with perf_event_paranoid >= 2, a task may
-      // still count its own user space. Count that and say so in the name (":u").
-      attr.exclude_kernel = attr.exclude_hv = 1;
-      fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
-      if (fd >= 0) {
-        e.event.attr.exclude_kernel = e.event.attr.exclude_hv = 1;
-        e.event.spec.text += e.event.spec.modifiers.empty() ? ":u" : "u";
-      }
-    }
+    const bool is_leader = idx == group.members.front();
+    // A member whose leader was refused has nothing to join (single events only: a refused
+    // leader of a real group throws).
+    const int group_fd = is_leader || leader < 0 ? -1 : events_[leader].fds[instance].get();
+    const int fd = open_event(e, instance, group_fd, group_fd < 0);
     if (fd >= 0) {
       e.fds[instance].reset(fd);
       e.supported = true;
@@ -122,29 +209,15 @@ void CounterSet::open_group(std::size_t group_index, std::size_t instance) {
       continue;
     }
     const int err = -fd;
-    const std::string& name = e.event.display_name();
-    switch (classify_open_errno(err)) {
-      case OpenFailure::not_supported:
-      case OpenFailure::busy:
-      case OpenFailure::other:
-        if (e.failure.empty()) e.failure = errno_string(err);
-        break;
-      case OpenFailure::permission:
-        throw UserError(explain_permission_denied(name, per_cpu, err),
-                        "run as root, or grant CAP_PERFMON: setcap cap_perfmon,cap_bpf+ep pmcprof",
-                        kExitFailure);
-      case OpenFailure::too_many_files:
-        throw UserError("out of file descriptors opening '" + name + "': this run needs " +
-                            std::to_string(events_.size() * target_.instance_count() + 64) +
-                            " (events x " + (per_cpu ? "CPUs" : "threads") + " + 64)",
-                        "raise the limit: ulimit -n " +
-                            std::to_string(events_.size() * target_.instance_count() + 64),
-                        kExitFailure);
-      case OpenFailure::no_such_process:
-        throw UserError("thread " + std::to_string(pid) + " exited before counting started", {},
-                        kExitFailure);
-    }
+    if (fallback.weak && !is_leader && leader >= 0 &&
+        (err == EINVAL || err == EBADF || err == ENOSPC))
+      return false;
+    if (fallback.refused && is_leader && group.members.size() > 1 &&
+        classify_open_errno(err) == OpenFailure::not_supported)
+      return false;
+    record_failure(e, err, is_leader, group.members.size());
   }
+  return true;
 }
 
 std::size_t CounterSet::open_fd_count() const {

@@ -1,5 +1,7 @@
 #include "pmcprof/events/event_resolver.hpp"
 
+#include <cctype>
+
 // linux/perf_event.h first: libpfm4's own copy of the perf ABI then stands aside.
 #include <linux/perf_event.h>
 #include <perfmon/pfmlib_perf_event.h>
@@ -7,6 +9,8 @@
 #include <cstring>
 
 #include "pmcprof/events/event_catalog.hpp"
+#include "pmcprof/events/sysfs_pmu.hpp"
+#include "pmcprof/platform/tracefs.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -27,7 +31,31 @@ bool ResolvedEvent::is_clock() const {
          (attr.config == PERF_COUNT_SW_CPU_CLOCK || attr.config == PERF_COUNT_SW_TASK_CLOCK);
 }
 
+bool ResolvedEvent::counts_instructions_or_cycles() const {
+  if (attr.type == PERF_TYPE_HARDWARE)
+    return attr.config == PERF_COUNT_HW_INSTRUCTIONS || attr.config == PERF_COUNT_HW_CPU_CYCLES;
+  std::string name = canonical;
+  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* known : {"INST_RETIRED", "INSTRUCTIONS_RETIRED", "INSTRUCTION_RETIRED",
+                            "CPU_CYCLES", "CPU_CLK_UNHALTED", "CYCLES_NOT_IN_HALT"})
+    if (name.find(known) != std::string::npos) return true;
+  if (attr.type != PERF_TYPE_RAW) return false;
+#if defined(__aarch64__)
+  const auto code = attr.config & 0xffff;
+  return code == 0x08 || code == 0x11;
+#elif defined(__x86_64__)
+  const auto code = attr.config & 0xff;
+  return code == 0xc0 || code == 0x3c;
+#else
+  return false;
+#endif
+}
+
 void apply_modifiers(const EventModifiers& mods, perf_event_attr& attr) {
+  if (mods.exclusive) attr.exclusive = 1;
+  // P asks for the highest precise level; counting has no use for precision, and the
+  // counter set lowers it until the kernel accepts the event.
+  if (mods.precise_max) attr.precise_ip = 3;
   if (mods.restricts_privilege()) {
     // perf semantics: naming any of u/k/h counts only the named levels.
     attr.exclude_user = !mods.user;
@@ -41,7 +69,95 @@ void apply_modifiers(const EventModifiers& mods, perf_event_attr& attr) {
   if (mods.precise) attr.precise_ip = static_cast<unsigned>(mods.precise);
 }
 
+namespace {
+
+// sys:name, lower-case system (tracepoint systems are; libpfm4's PMU::EVENT:UMASK are not).
+bool tracepoint_syntax(const std::string& name) {
+  const auto colon = name.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == name.size() ||
+      name.find(':', colon + 1) != std::string::npos)
+    return false;
+  auto ok = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; };
+  for (std::size_t i = 0; i < name.size(); ++i)
+    if (i != colon && !ok(name[i]) && !(i > colon && name[i] >= 'A' && name[i] <= 'Z'))
+      return false;
+  return true;
+}
+
+}  // namespace
+
 ResolvedEvent EventResolver::resolve(const EventSpec& spec) const {
+  if (spec.slashed) return resolve_slashed(spec);
+  if (auto tp = resolve_tracepoint(spec)) return *tp;
+  if (!spec.modifier_error.empty()) throw UserError(spec.modifier_error, spec.modifier_hint);
+  return resolve_libpfm(spec);
+}
+
+std::optional<ResolvedEvent> EventResolver::resolve_tracepoint(const EventSpec& spec) const {
+  if (!tracepoint_syntax(spec.name)) return std::nullopt;
+  std::string tracefs = sources_.tracefs;
+  if (tracefs.empty()) {
+    try {
+      tracefs = ensure_tracefs_mounted();
+    } catch (const Error&) {
+      return std::nullopt;  // no tracefs: no tracepoints, the name is libpfm4's to judge
+    }
+  }
+  const auto colon = spec.name.find(':');
+  auto id = read_tracepoint_id(tracefs, spec.name.substr(0, colon), spec.name.substr(colon + 1));
+  if (!id) return std::nullopt;
+  ResolvedEvent ev;
+  ev.spec = spec;
+  ev.pmu = "tracepoint";
+  ev.canonical = spec.name;
+  ev.attr.size = sizeof(ev.attr);
+  ev.attr.type = PERF_TYPE_TRACEPOINT;
+  ev.attr.config = *id;
+  apply_modifiers(spec.modifiers, ev.attr);
+  return ev;
+}
+
+ResolvedEvent EventResolver::resolve_slashed(const EventSpec& spec) const {
+  ResolvedEvent ev;
+  if (!sysfs_pmu_exists(spec.name, sources_.sysfs_pmus) && resolvable(spec.name)) {
+    // event/terms/ on a named event (instructions/name=insn/): only name= applies.
+    EventSpec plain = spec;
+    plain.slashed = false;
+    plain.terms.clear();
+    ev = resolve(plain);
+    ev.spec = spec;
+    for (const auto& t : spec.terms) {
+      if (t.key != "name" || !t.value)
+        throw UserError("event '" + spec.text + "': only name= applies to a named event ('" +
+                            t.key + "' does not)",
+                        "write raw encodings on a PMU, e.g. cpu/event=0x3c,umask=0/");
+      ev.name = *t.value;
+    }
+    return ev;
+  }
+  SysfsEncoding enc = encode_sysfs_event(spec.name, spec.terms, spec.text, sources_.sysfs_pmus);
+  ev.spec = spec;
+  ev.pmu = spec.name;
+  ev.canonical = spec.text;
+  ev.attr = enc.attr;
+  ev.name = enc.name;
+  ev.scale = enc.scale;
+  ev.unit = enc.unit;
+  apply_modifiers(spec.modifiers, ev.attr);
+  return ev;
+}
+
+bool EventResolver::resolvable(const std::string& name) const {
+  try {
+    EventSpec spec = parse_event(name);
+    resolve(spec);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+ResolvedEvent EventResolver::resolve_libpfm(const EventSpec& spec) const {
   ResolvedEvent ev;
   ev.spec = spec;
   perf_event_attr attr{};
@@ -82,6 +198,8 @@ std::vector<ResolvedGroup> EventResolver::resolve(const std::vector<EventGroupSp
   for (const auto& g : groups) {
     ResolvedGroup rg;
     rg.grouped = g.grouped;
+    rg.weak = g.weak;
+    rg.metric = g.metric;
     for (const auto& e : g.events) rg.events.push_back(resolve(e));
     out.push_back(std::move(rg));
   }

@@ -16,15 +16,15 @@ constexpr std::size_t kMaxEventLength = 512;
 constexpr const char* kEventHint = "write events as -e a,b,{c,d}:u ('pmcprof list' shows names)";
 
 // Letters only, and either a lower-case letter (cycles:u, cycles:ukD) or nothing but the
-// upper-case modifier letters (cycles:D, cycles:GH). Upper-case words such as ANY_P or READ
-// are libpfm4 unit masks and stay part of the name.
+// upper-case modifier letters (cycles:D, cycles:GH, {a,b}:W). Upper-case words such as ANY_P or
+// READ are libpfm4 unit masks and stay part of the name.
 bool looks_like_modifiers(std::string_view seg) {
   if (seg.empty()) return false;
   bool has_lower = false, only_upper_modifiers = true;
   for (char c : seg) {
     if (!std::isalpha(static_cast<unsigned char>(c))) return false;
     if (std::islower(static_cast<unsigned char>(c))) has_lower = true;
-    if (std::string_view("GHDI").find(c) == std::string_view::npos) only_upper_modifiers = false;
+    if (std::string_view("GHDIPSW").find(c) == std::string_view::npos) only_upper_modifiers = false;
   }
   return has_lower || only_upper_modifiers;
 }
@@ -64,6 +64,18 @@ EventModifiers parse_modifiers(std::string_view mods, std::string_view token) {
           throw UserError("too many 'p' modifiers in " + quote(token) + " (at most ppp)",
                           kEventHint);
         break;
+      case 'P':
+        m.precise_max = true;
+        break;
+      case 'S':
+        m.sample_read = true;
+        break;
+      case 'e':
+        m.exclusive = true;
+        break;
+      case 'W':
+        m.weak = true;
+        break;
       default:
         throw UserError("unknown modifier " + quote(std::string_view(&c, 1)) + " in event " +
                             quote(token) + " (valid: " + std::string(kModifierLetters) + ")",
@@ -84,20 +96,33 @@ void merge_modifiers(EventSpec& ev, const EventModifiers& group_mods) {
   m.pinned |= group_mods.pinned;
   m.exclude_idle |= group_mods.exclude_idle;
   m.precise = std::max(m.precise, group_mods.precise);
-  // {a:u,b}:u is a:u: a letter the event has already is not repeated.
+  m.precise_max |= group_mods.precise_max;
+  m.sample_read |= group_mods.sample_read;
+  m.exclusive |= group_mods.exclusive;
+  // {a:u,b}:u is a:u: a letter the event has already is not repeated. W is the group's: its
+  // members are ordinary events.
+  const std::string before = m.text;
   for (char c : group_mods.text)
-    if (c == 'p' ? std::count(m.text.begin(), m.text.end(), 'p') < m.precise
-                 : m.text.find(c) == std::string::npos)
+    if (c != 'W' && (c == 'p' ? std::count(m.text.begin(), m.text.end(), 'p') < m.precise
+                              : m.text.find(c) == std::string::npos))
       m.text += c;
-  ev.text = ev.name + ":" + m.text;
+  if (m.text == before && group_mods.text.find_first_not_of('W') == std::string::npos) return;
+  ev.text = (ev.slashed ? ev.text.substr(0, ev.text.rfind('/') + 1) : ev.name) + ":" + m.text;
 }
 
-// Splits at commas that are not inside braces; validates brace balance.
+// Splits at commas that are not inside braces or inside a pmu/.../ term list; validates brace
+// balance.
 std::vector<std::string> split_top_level(std::string_view text) {
   std::vector<std::string> items;
   std::string cur;
   int depth = 0;
+  bool in_terms = false;  // between the two slashes of pmu/terms/
   for (char c : text) {
+    if (c == '/') in_terms = !in_terms;
+    if (c == ',' && in_terms) {
+      cur += c;
+      continue;
+    }
     if (c == '{') {
       if (depth > 0)
         throw UserError("nested groups are not allowed in " + quote(text), kEventHint);
@@ -135,13 +160,71 @@ EventGroupSpec parse_group(std::string_view item, std::string_view whole) {
     throw UserError("empty group '{}' in event list " + quote(whole), kEventHint);
   EventGroupSpec group;
   group.grouped = true;
-  for (const auto& tok : split(inner, ',')) {
+  group.weak = group_mods.weak;
+  for (const auto& tok : split_top_level(inner)) {
     if (trim(tok).empty()) throw UserError("empty event name in group " + quote(item), kEventHint);
     EventSpec ev = parse_event(trim(tok));
     merge_modifiers(ev, group_mods);
     group.events.push_back(std::move(ev));
   }
   return group;
+}
+
+}  // namespace
+
+namespace {
+
+bool lower_word(std::string_view w) {
+  for (char c : w)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  return true;
+}
+
+bool all_modifier_letters(std::string_view seg) {
+  for (char c : seg)
+    if (std::string_view("ukhGHDIpPSeW").find(c) == std::string_view::npos) return false;
+  return true;
+}
+
+// "key=value,key,..." between the slashes of pmu/terms/.
+std::vector<EventTerm> parse_terms(std::string_view terms, std::string_view token) {
+  std::vector<EventTerm> out;
+  if (trim(terms).empty()) return out;
+  for (const auto& raw : split(terms, ',')) {
+    std::string_view t = trim(raw);
+    if (t.empty())
+      throw UserError("empty term in event '" + std::string(token) + "'",
+                      "write terms as pmu/key=value,key=value/, e.g. cpu/event=0x3c,umask=0/");
+    auto eq = t.find('=');
+    if (eq == std::string_view::npos) {
+      out.push_back({std::string(t), std::nullopt});
+      continue;
+    }
+    if (eq == 0 || eq + 1 == t.size())
+      throw UserError(
+          "malformed term '" + std::string(t) + "' in event '" + std::string(token) + "'",
+          "write terms as key=value, e.g. event=0x3c");
+    out.push_back({std::string(trim(t.substr(0, eq))), std::string(trim(t.substr(eq + 1)))});
+  }
+  return out;
+}
+
+// pmu/terms/ with optional modifiers after the closing slash (":u" or "u").
+EventSpec parse_slashed(std::string_view token) {
+  EventSpec ev;
+  ev.text = std::string(token);
+  ev.slashed = true;
+  const auto first = token.find('/');
+  const auto last = token.rfind('/');
+  if (first == 0 || last == first)
+    throw UserError("malformed event '" + std::string(token) + "': expected pmu/terms/",
+                    "e.g. msr/tsc/ or cpu/event=0x3c,umask=0/");
+  ev.name = std::string(token.substr(0, first));
+  ev.terms = parse_terms(token.substr(first + 1, last - first - 1), token);
+  std::string_view mods = token.substr(last + 1);
+  if (!mods.empty() && mods.front() == ':') mods.remove_prefix(1);
+  if (!mods.empty()) ev.modifiers = parse_modifiers(mods, token);
+  return ev;
 }
 
 }  // namespace
@@ -157,9 +240,22 @@ EventSpec parse_event(std::string_view token) {
                     kEventHint);
   if (token.find_first_of("{} \t") != std::string_view::npos)
     throw UserError("invalid character in event name " + quote(token), kEventHint);
+  if (token.find('/') != std::string_view::npos) return parse_slashed(token);
   auto colon = token.rfind(':');
-  if (colon != std::string_view::npos && colon + 1 < token.size() &&
-      (colon == 0 || token[colon - 1] != ':') && looks_like_modifiers(token.substr(colon + 1))) {
+  const bool modifiers = colon != std::string_view::npos && colon + 1 < token.size() &&
+                         (colon == 0 || token[colon - 1] != ':') &&
+                         looks_like_modifiers(token.substr(colon + 1));
+  if (modifiers && !all_modifier_letters(token.substr(colon + 1)) && colon > 0 &&
+      lower_word(token.substr(0, colon))) {
+    // kmem:kmalloc (a tracepoint) or cycles:x (a typo): the resolver tells them apart.
+    ev.name = std::string(token);
+    try {
+      parse_modifiers(token.substr(colon + 1), token);
+    } catch (const UserError& e) {
+      ev.modifier_error = e.what();
+      ev.modifier_hint = e.hint();
+    }
+  } else if (modifiers) {
     ev.name = std::string(token.substr(0, colon));
     ev.modifiers = parse_modifiers(token.substr(colon + 1), token);
   } else {
@@ -197,10 +293,26 @@ std::vector<EventGroupSpec> parse_event_list(std::string_view text) {
   return groups;
 }
 
-std::vector<EventGroupSpec> default_events() {
-  return parse_event_list(
-      "task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,"
-      "branch-misses");
+std::vector<EventGroupSpec> default_events(bool system_wide, bool stalled_frontend,
+                                           bool stalled_backend) {
+  std::string list = system_wide ? "cpu-clock" : "task-clock";
+  list += ",context-switches,cpu-migrations,page-faults,cycles";
+  if (stalled_frontend) list += ",stalled-cycles-frontend";
+  if (stalled_backend) list += ",stalled-cycles-backend";
+  list += ",instructions,branches,branch-misses";
+  return parse_event_list(list);
+}
+
+std::vector<EventGroupSpec> detailed_events(int level) {
+  std::string list;
+  if (level >= 1) list += "L1-dcache-loads,L1-dcache-load-misses,LLC-loads,LLC-load-misses";
+  if (level >= 2)
+    list +=
+        ",L1-icache-loads,L1-icache-load-misses,dTLB-loads,dTLB-load-misses,iTLB-loads,"
+        "iTLB-load-misses";
+  if (level >= 3) list += ",L1-dcache-prefetches,L1-dcache-prefetch-misses";
+  if (list.empty()) return {};
+  return parse_event_list(list);
 }
 
 }  // namespace pmcprof

@@ -1,6 +1,9 @@
 #include "pmcprof/report/aggregate.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "pmcprof/util/error.hpp"
 
@@ -11,8 +14,10 @@ CounterRow make_row(const EventSeries& s, const std::vector<RawCount>& counts) {
   row.event = s.event;
   row.kind = s.kind;
   row.unit = s.unit;
+  row.group = s.group;
   if (!s.supported) {
     row.status = CounterStatus::not_supported;
+    row.running_pct = running_percent(0, 0);
     return row;
   }
   bool counted = false;
@@ -23,35 +28,118 @@ CounterRow make_row(const EventSeries& s, const std::vector<RawCount>& counts) {
     row.running_ns += c.running;
     if (sc.counted) {
       counted = true;
-      row.value += sc.value;
+      row.value += sc.value * s.scale;
     }
   }
   row.status = counted ? CounterStatus::ok : CounterStatus::not_counted;
-  if (counted)
-    row.running_pct =
-        row.enabled_ns == 0 || row.running_ns >= row.enabled_ns
-            ? 100.0
-            : 100.0 * static_cast<double>(row.running_ns) / static_cast<double>(row.enabled_ns);
+  row.running_pct = running_percent(row.running_ns, row.enabled_ns);
   return row;
 }
 
-std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series, bool per_instance) {
+namespace {
+
+// -A: each event across CPUs (perf's order).
+std::vector<CounterRow> per_cpu_rows(const std::vector<EventSeries>& series) {
   std::vector<CounterRow> rows;
-  if (!per_instance) {
-    for (const auto& s : series) rows.push_back(make_row(s, s.counts));
-    return rows;
-  }
-  // perf -A order: all events of CPU0, then CPU1, ...
-  std::size_t instances = series.empty() ? 0 : series.front().instance_ids.size();
-  for (std::size_t i = 0; i < instances; ++i) {
-    for (const auto& s : series) {
-      if (i >= s.instance_ids.size() || i >= s.counts.size()) continue;
+  for (const auto& s : series) {
+    for (std::size_t i = 0; i < s.instance_ids.size() && i < s.counts.size(); ++i) {
       CounterRow row = make_row(s, {s.counts[i]});
       row.cpu = s.instance_ids[i];
       rows.push_back(std::move(row));
     }
   }
   return rows;
+}
+
+AggrId aggregate_of(AggrMode mode, const CpuPlace& p) {
+  AggrId id;
+  id.socket = p.socket;
+  if (mode == AggrMode::core || mode == AggrMode::die) id.die = p.die;
+  if (mode == AggrMode::core) id.core = p.core;
+  if (mode == AggrMode::node) {
+    id.socket = 0;
+    id.node = p.node;
+  }
+  return id;
+}
+
+// --per-core/-die/-socket/-node: each aggregate (sorted), every event in it.
+std::vector<CounterRow> per_place_rows(const std::vector<EventSeries>& series,
+                                       const Aggregation& how) {
+  auto key = [](const AggrId& a) { return std::tuple(a.node, a.socket, a.die, a.core); };
+  std::map<std::tuple<int, int, int, int>, std::pair<AggrId, std::vector<std::size_t>>> places;
+  const auto& ids = series.empty() ? std::vector<int>{} : series.front().instance_ids;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto it = how.topology.find(ids[i]);
+    AggrId id = aggregate_of(how.mode, it == how.topology.end() ? CpuPlace{} : it->second);
+    auto& place = places[key(id)];
+    place.first = id;
+    place.second.push_back(i);
+  }
+  std::vector<CounterRow> rows;
+  for (auto& [k, place] : places) {
+    place.first.cpus = static_cast<int>(place.second.size());
+    for (const auto& s : series) {
+      std::vector<RawCount> counts;
+      for (std::size_t i : place.second)
+        if (i < s.counts.size()) counts.push_back(s.counts[i]);
+      CounterRow row = make_row(s, counts);
+      row.aggr = place.first;
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+// --per-thread: each event across threads, largest count first.
+std::vector<CounterRow> per_thread_rows(const std::vector<EventSeries>& series,
+                                        const Aggregation& how) {
+  std::vector<CounterRow> rows;
+  for (const auto& s : series) {
+    std::vector<CounterRow> threads;
+    for (std::size_t i = 0; i < s.instance_ids.size() && i < s.counts.size(); ++i) {
+      CounterRow row = make_row(s, {s.counts[i]});
+      if (how.skip_zero_threads && (row.status != CounterStatus::ok || row.value == 0)) continue;
+      AggrId id;
+      id.tid = s.instance_ids[i];
+      auto name = how.thread_names.find(id.tid);
+      id.comm = name == how.thread_names.end() ? "?" : name->second;
+      row.aggr = id;
+      threads.push_back(std::move(row));
+    }
+    std::stable_sort(threads.begin(), threads.end(),
+                     [](const CounterRow& a, const CounterRow& b) { return a.value > b.value; });
+    for (auto& r : threads) rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series,
+                                       const Aggregation& how) {
+  switch (how.mode) {
+    case AggrMode::global:
+      break;
+    case AggrMode::cpu:
+      return per_cpu_rows(series);
+    case AggrMode::core:
+    case AggrMode::die:
+    case AggrMode::socket:
+    case AggrMode::node:
+      return per_place_rows(series, how);
+    case AggrMode::thread:
+      return per_thread_rows(series, how);
+  }
+  std::vector<CounterRow> rows;
+  for (const auto& s : series) rows.push_back(make_row(s, s.counts));
+  return rows;
+}
+
+std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series, bool per_instance) {
+  Aggregation how;
+  how.mode = per_instance ? AggrMode::cpu : AggrMode::global;
+  return aggregate_rows(series, how);
 }
 
 double relative_stddev_of_mean_pct(const std::vector<double>& values) {
@@ -71,6 +159,9 @@ CountingReport combine_runs(const std::vector<CountingReport>& runs) {
   if (runs.empty()) throw SystemError("no runs to combine");
   CountingReport out = runs.back();
   out.runs = static_cast<int>(runs.size());
+  // A command's CPU times are one run's (perf shows them only for one run).
+  out.user_ns.reset();
+  out.sys_ns.reset();
   std::vector<double> elapsed;
   for (const auto& r : runs) elapsed.push_back(static_cast<double>(r.elapsed_ns));
   double mean_elapsed = 0;
@@ -98,7 +189,8 @@ CountingReport combine_runs(const std::vector<CountingReport>& runs) {
     row.raw_value = static_cast<std::uint64_t>(raw / n);
     row.enabled_ns = static_cast<std::uint64_t>(enabled / n);
     row.running_ns = static_cast<std::uint64_t>(running / n);
-    row.running_pct = enabled <= 0 || running >= enabled ? 100.0 : 100.0 * running / enabled;
+    row.running_pct =
+        running_percent(static_cast<std::uint64_t>(running), static_cast<std::uint64_t>(enabled));
     row.stddev_pct = relative_stddev_of_mean_pct(values);
   }
   return out;

@@ -1,3 +1,5 @@
+// perf stat's shadow stats: the metric printed beside a counter from other counters of the
+// same scope (tools/perf/util/stat-shadow.c), with perf's formats.
 #include <linux/perf_event.h>
 
 #include "pmcprof/report/report.hpp"
@@ -12,30 +14,62 @@ constexpr EventKind kCacheRefs{PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCE
 constexpr EventKind kCacheMisses{PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES};
 constexpr EventKind kBranches{PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS};
 constexpr EventKind kBranchMisses{PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES};
+constexpr EventKind kStalledFront{PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND};
+constexpr EventKind kStalledBack{PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND};
 constexpr EventKind kTaskClock{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK};
 constexpr EventKind kCpuClock{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK};
-// LLC-loads / LLC-load-misses: cache id LL, op READ, result ACCESS / MISS.
-constexpr EventKind kLlcLoads{PERF_TYPE_HW_CACHE, PERF_COUNT_HW_CACHE_LL |
-                                                      (PERF_COUNT_HW_CACHE_OP_READ << 8) |
-                                                      (PERF_COUNT_HW_CACHE_RESULT_ACCESS << 16)};
-constexpr EventKind kLlcLoadMisses{PERF_TYPE_HW_CACHE, PERF_COUNT_HW_CACHE_LL |
-                                                           (PERF_COUNT_HW_CACHE_OP_READ << 8) |
-                                                           (PERF_COUNT_HW_CACHE_RESULT_MISS << 16)};
 
-// The row of `kind` that belongs with `near`: same CPU (-A) and same cgroup.
+constexpr EventKind cache_event(std::uint64_t cache, std::uint64_t result) {
+  return {PERF_TYPE_HW_CACHE, cache | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (result << 16)};
+}
+
+// A miss event, the access event it is a share of, and perf's words for the share.
+struct MissRatio {
+  EventKind miss, access;
+  const char* unit;
+};
+constexpr MissRatio kMissRatios[] = {
+    {kBranchMisses, kBranches, "of all branches"},
+    {cache_event(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_RESULT_MISS),
+     cache_event(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_RESULT_ACCESS),
+     "of all L1-dcache accesses"},
+    {cache_event(PERF_COUNT_HW_CACHE_L1I, PERF_COUNT_HW_CACHE_RESULT_MISS),
+     cache_event(PERF_COUNT_HW_CACHE_L1I, PERF_COUNT_HW_CACHE_RESULT_ACCESS),
+     "of all L1-icache accesses"},
+    {cache_event(PERF_COUNT_HW_CACHE_DTLB, PERF_COUNT_HW_CACHE_RESULT_MISS),
+     cache_event(PERF_COUNT_HW_CACHE_DTLB, PERF_COUNT_HW_CACHE_RESULT_ACCESS),
+     "of all dTLB cache accesses"},
+    {cache_event(PERF_COUNT_HW_CACHE_ITLB, PERF_COUNT_HW_CACHE_RESULT_MISS),
+     cache_event(PERF_COUNT_HW_CACHE_ITLB, PERF_COUNT_HW_CACHE_RESULT_ACCESS),
+     "of all iTLB cache accesses"},
+    {cache_event(PERF_COUNT_HW_CACHE_LL, PERF_COUNT_HW_CACHE_RESULT_MISS),
+     cache_event(PERF_COUNT_HW_CACHE_LL, PERF_COUNT_HW_CACHE_RESULT_ACCESS),
+     "of all LL-cache accesses"},
+};
+
+// The counted row of `kind` in the scope of `near` (same CPU, aggregate and cgroup).
 const CounterRow* find(const CountingReport& r, EventKind kind, const CounterRow& near) {
   for (const auto& row : r.counters)
-    if (row.kind == kind && row.cpu == near.cpu && row.cgroup_id == near.cgroup_id &&
-        row.status == CounterStatus::ok)
-      return &row;
+    if (row.kind == kind && same_scope(row, near) && row.status == CounterStatus::ok) return &row;
   return nullptr;
 }
 
-std::optional<Metric> ratio(const CounterRow& num, const CounterRow* den, const char* unit,
-                            bool percent) {
-  if (!den || den->value <= 0) return std::nullopt;
-  double v = num.value / den->value;
-  return Metric{percent ? 100.0 * v : v, unit, percent};
+std::optional<Metric> share(const CounterRow& part, const CounterRow* whole, const char* unit) {
+  if (!whole || whole->value <= 0) return std::nullopt;
+  return Metric{100.0 * part.value / whole->value, unit, true};
+}
+
+// Events per second of on-CPU time, as perf prints beside task-clock.
+std::optional<Metric> rate(const CountingReport& r, const CounterRow& row) {
+  const CounterRow* clock = find(r, kTaskClock, row);
+  if (!clock) clock = find(r, kCpuClock, row);
+  if (!clock || clock->value <= 0) return std::nullopt;
+  const double per_sec = row.value / (clock->value / 1e9);
+  if (row.kind == kCycles) return Metric{per_sec / 1e9, "GHz", false};
+  if (per_sec >= 1e9) return Metric{per_sec / 1e9, "G/sec", false};
+  if (per_sec >= 1e6) return Metric{per_sec / 1e6, "M/sec", false};
+  if (per_sec >= 1e3) return Metric{per_sec / 1e3, "K/sec", false};
+  return Metric{per_sec, "/sec", false};
 }
 
 }  // namespace
@@ -46,24 +80,25 @@ std::optional<Metric> derive_metric(const CountingReport& r, const CounterRow& r
     if (r.elapsed_ns == 0) return std::nullopt;
     return Metric{row.value / static_cast<double>(r.elapsed_ns), "CPUs utilized", false};
   }
-  if (row.kind == kInstructions) return ratio(row, find(r, kCycles, row), "insn per cycle", false);
-  if (row.kind == kBranchMisses)
-    return ratio(row, find(r, kBranches, row), "of all branches", true);
-  if (row.kind == kCacheMisses)
-    return ratio(row, find(r, kCacheRefs, row), "of all cache refs", true);
-  if (row.kind == kLlcLoadMisses)
-    return ratio(row, find(r, kLlcLoads, row), "of all LL-cache accesses", true);
+  if (row.kind == kInstructions) {
+    const CounterRow* cycles = find(r, kCycles, row);
+    if (!cycles || cycles->value <= 0) return std::nullopt;
+    return Metric{row.value / cycles->value, "insn per cycle", false};
+  }
+  if (row.kind == kCacheMisses) return share(row, find(r, kCacheRefs, row), "of all cache refs");
+  if (row.kind == kStalledFront) return share(row, find(r, kCycles, row), "frontend cycles idle");
+  if (row.kind == kStalledBack) return share(row, find(r, kCycles, row), "backend cycles idle");
+  for (const auto& m : kMissRatios)
+    if (row.kind == m.miss) return share(row, find(r, m.access, row), m.unit);
+  return rate(r, row);
+}
 
-  // Everything else: a rate per second of on-CPU time, as perf prints beside task-clock.
-  const CounterRow* clock = find(r, kTaskClock, row);
-  if (!clock) clock = find(r, kCpuClock, row);
-  if (!clock || clock->value <= 0) return std::nullopt;
-  const double per_sec = row.value / (clock->value / 1e9);
-  if (row.kind == kCycles) return Metric{per_sec / 1e9, "GHz", false};
-  if (per_sec >= 1e9) return Metric{per_sec / 1e9, "G/sec", false};
-  if (per_sec >= 1e6) return Metric{per_sec / 1e6, "M/sec", false};
-  if (per_sec >= 1e3) return Metric{per_sec / 1e3, "K/sec", false};
-  return Metric{per_sec, "/sec", false};
+// perf's printf format for a shadow metric's value (stat-shadow.c).
+const char* metric_format(const Metric& m) {
+  if (m.unit == "insn per cycle") return "%7.2f ";
+  if (m.unit == "of all cache refs") return "%8.3f %%";
+  if (m.percent) return "%7.2f%%";
+  return "%8.3f";
 }
 
 }  // namespace pmcprof

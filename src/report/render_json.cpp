@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "pmcprof/report/render.hpp"
+#include "pmcprof/report/render_common.hpp"
 #include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
@@ -33,10 +34,31 @@ ojson number(double v) {
   return v;
 }
 
+ojson aggregate_json(AggrMode mode, const AggrId& id) {
+  ojson a;
+  a["id"] = text(aggr_label(mode, id));
+  if (mode == AggrMode::thread) {
+    a["tid"] = id.tid;
+    a["comm"] = text(id.comm);
+    return a;
+  }
+  if (mode == AggrMode::node) {
+    a["node"] = id.node;
+  } else {
+    a["socket"] = id.socket;
+    if (mode != AggrMode::socket) a["die"] = id.die;
+    if (mode == AggrMode::core) a["core"] = id.core;
+  }
+  a["cpus"] = id.cpus;
+  return a;
+}
+
 ojson counter_json(const CountingReport& report, const CounterRow& row) {
   ojson c;
   c["event"] = text(row.event);
+  c["group"] = row.group;
   if (row.cpu) c["cpu"] = *row.cpu;
+  if (row.aggr) c["aggregate"] = aggregate_json(report.aggr_mode, *row.aggr);
   if (row.cgroup) {
     c["cgroup"] = text(*row.cgroup);
     c["cgroup_id"] = row.cgroup_id.value_or(0);
@@ -58,7 +80,47 @@ ojson counter_json(const CountingReport& report, const CounterRow& row) {
   return c;
 }
 
-ojson report_json(const CountingReport& report, const char* type) {
+ojson metric_json(const CountingReport& report, const MetricValue& m) {
+  ojson j;
+  j["name"] = m.name;
+  j["group"] = m.group;
+  if (m.cpu) j["cpu"] = *m.cpu;
+  if (m.aggr) j["aggregate"] = aggregate_json(report.aggr_mode, *m.aggr);
+  if (m.cgroup) {
+    j["cgroup"] = text(*m.cgroup);
+    j["cgroup_id"] = m.cgroup_id.value_or(0);
+  }
+  j["value"] = m.value ? ojson(*m.value) : ojson(nullptr);
+  j["unit"] = m.unit;
+  j["status"] = m.value ? "ok" : "not-computed";
+  if (!m.value) j["reason"] = m.why_not;
+  return j;
+}
+
+// --metric-only: every metric as a metrics entry (the shadow metrics under their column
+// titles, as in text and CSV), and no counters.
+std::vector<MetricValue> metric_only_values(const CountingReport& r) {
+  std::vector<MetricValue> out;
+  for (const CounterRow* scope : metric_scopes(r)) {
+    for (const auto& col : metric_columns(r)) {
+      if (!col.event) continue;
+      MetricValue m;
+      m.name = col.title;
+      m.value = metric_column_value(r, col, *scope);
+      if (!m.value) m.why_not = "its events were not counted";
+      m.cpu = scope->cpu;
+      m.aggr = scope->aggr;
+      m.cgroup = scope->cgroup;
+      m.cgroup_id = scope->cgroup_id;
+      m.group = scope->group;
+      out.push_back(std::move(m));
+    }
+  }
+  for (const auto& m : r.metrics) out.push_back(m);
+  return out;
+}
+
+ojson report_json(const CountingReport& report, const char* type, bool metric_only) {
   ojson j;
   j["schema"] = kJsonSchema;
   j["type"] = type;
@@ -72,17 +134,28 @@ ojson report_json(const CountingReport& report, const char* type) {
   j["interrupted"] = report.interrupted;
   j["exit_status"] = report.exit_status ? ojson(*report.exit_status) : ojson(nullptr);
   if (report.cgroup_backend) j["cgroup_backend"] = to_string(*report.cgroup_backend);
+  if (report.aggr_mode != AggrMode::global) j["aggregate_by"] = to_string(report.aggr_mode);
+  if (report.user_ns) j["user_ns"] = *report.user_ns;
+  if (report.sys_ns) j["sys_ns"] = *report.sys_ns;
   ojson counters = ojson::array();
-  for (const auto& row : report.counters) counters.push_back(counter_json(report, row));
+  if (!metric_only)
+    for (const auto& row : report.counters) counters.push_back(counter_json(report, row));
   j["counters"] = std::move(counters);
+  const auto metrics = metric_only ? metric_only_values(report) : report.metrics;
+  if (metric_only || !metrics.empty()) {
+    ojson ms = ojson::array();
+    for (const auto& m : metrics) ms.push_back(metric_json(report, m));
+    j["metrics"] = std::move(ms);
+  }
   return j;
 }
 
 class JsonRenderer : public ReportRenderer {
  public:
-  JsonRenderer(std::ostream& out, bool ndjson) : out_(out), streaming_(ndjson) {}
+  JsonRenderer(std::ostream& out, const RenderOptions& opts)
+      : out_(out), streaming_(opts.intervals), metric_only_(opts.metric_only) {}
   void interval(const CountingReport& report) override {
-    out_ << dump(report_json(report, "interval")) << '\n';
+    out_ << dump(report_json(report, "interval", metric_only_)) << '\n';
     out_.flush();
     streaming_ = true;
   }
@@ -90,26 +163,29 @@ class JsonRenderer : public ReportRenderer {
     CountingReport whole = report;
     whole.interval_s.reset();
     if (streaming_)
-      out_ << dump(report_json(whole, "summary")) << '\n';
+      out_ << dump(report_json(whole, "summary", metric_only_)) << '\n';
     else
-      out_ << dump(report_json(whole, "report"), 2) << '\n';
+      out_ << dump(report_json(whole, "report", metric_only_), 2) << '\n';
     out_.flush();
   }
 
  private:
   std::ostream& out_;
   bool streaming_ = false;
+  bool metric_only_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out, bool ndjson) {
-  return std::make_unique<JsonRenderer>(out, ndjson);
+std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out, const RenderOptions& opts) {
+  return std::make_unique<JsonRenderer>(out, opts);
 }
 
-std::string render_json(const CountingReport& report) {
+std::string render_json(const CountingReport& report, const RenderOptions& opts) {
   std::ostringstream ss;
-  make_json_renderer(ss, false)->final(report);
+  RenderOptions o = opts;
+  o.intervals = false;
+  make_json_renderer(ss, o)->final(report);
   return ss.str();
 }
 

@@ -38,9 +38,13 @@ class LiveHook : public Session {
 RunControl run_control(const CountingPlan& plan) {
   RunControl c;
   c.command = plan.command;
-  c.pid = plan.pid;
-  c.tid = plan.tid;
+  // With a command, -p/-t only name what is counted: the command bounds the time (perf).
+  if (plan.command.empty()) {
+    c.pid = plan.pid;
+    c.tid = plan.tid;
+  }
   c.interval_ms = plan.interval_ms;
+  c.interval_count = plan.interval_count;
   c.timeout_ms = plan.timeout_ms;
   c.readers = plan.readers;
   return c;
@@ -51,14 +55,11 @@ RunControl run_control(const CountingPlan& plan) {
 std::string describe_target(const CountingPlan& plan) {
   if (plan.system_wide)
     return plan.cpus_explicit ? "CPU(s) " + format_cpu_list(plan.cpus) : "system wide";
-  if (!plan.command.empty()) {
-    std::string s;
-    for (const auto& a : plan.command) s += (s.empty() ? "" : " ") + a;
-    return s;
-  }
   if (plan.pid) return "process id " + std::to_string(*plan.pid);
   if (plan.tid) return "thread id " + std::to_string(*plan.tid);
-  return "";
+  std::string s;
+  for (const auto& a : plan.command) s += (s.empty() ? "" : " ") + a;
+  return s;
 }
 
 CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals) {

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "pmcprof/platform/cpu_topology.hpp"
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/report/aggregate.hpp"
 #include "pmcprof/run/cgroup_session.hpp"
@@ -11,22 +12,39 @@ namespace pmcprof {
 
 namespace {
 
-CounterTarget make_target(const CountingPlan& plan, const Workload* workload) {
-  if (plan.system_wide) return CounterTarget::system_wide(plan.cpus);
-  if (workload) return CounterTarget::tasks({workload->pid()}, /*inherit=*/true, true);
+// --per-thread system-wide: every thread of the system, each counted on its own.
+CounterTarget every_thread(std::map<int, std::string>& names) {
+  std::vector<pid_t> tids;
+  for (auto& t : all_threads()) {
+    tids.push_back(t.tid);
+    names[t.tid] = std::move(t.comm);
+  }
+  return CounterTarget::tasks(tids, /*inherit=*/false, false);
+}
+
+// Counters follow -p/-t when given (a command then only bounds the time, as in perf), else the
+// command, else every CPU. --per-thread counts threads one by one (no inheritance).
+CounterTarget make_target(const CountingPlan& plan, const Workload* workload,
+                          std::map<int, std::string>& thread_names) {
+  const bool per_thread = plan.aggr == AggrMode::thread;
+  if (plan.system_wide)
+    return per_thread ? every_thread(thread_names) : CounterTarget::system_wide(plan.cpus);
   if (plan.pid) {
     auto tids = process_threads(*plan.pid);
     if (tids.empty())
       throw UserError("no process with PID " + std::to_string(*plan.pid),
                       "check the PID with ps; it may have exited");
-    return CounterTarget::tasks(tids, /*inherit=*/true, false);
+    for (pid_t t : tids) thread_names[t] = thread_comm(t);
+    return CounterTarget::tasks(tids, /*inherit=*/!per_thread, false);
   }
   if (plan.tid) {
     if (!process_exists(*plan.tid))
       throw UserError("no thread with TID " + std::to_string(*plan.tid),
                       "check the TID with ps -L; it may have exited");
+    thread_names[*plan.tid] = thread_comm(*plan.tid);
     return CounterTarget::tasks({*plan.tid}, /*inherit=*/false, false);
   }
+  if (workload) return CounterTarget::tasks({workload->pid()}, /*inherit=*/true, true);
   throw UserError("nothing to count", "give -a, -C, -p, -t or a command after --");
 }
 
@@ -41,6 +59,8 @@ std::vector<EventSeries> series_of(const CounterSet& set,
     s.event = set.event(e).display_name();
     s.kind = {set.event(e).attr.type, set.event(e).attr.config};
     s.unit = set.event(e).unit;
+    s.scale = set.event(e).scale;
+    s.group = set.event_group(e);
     s.supported = set.supported(e);
     if (summed) {
       s.instance_ids.push_back(-1);
@@ -68,6 +88,7 @@ Snapshot subtract(const Snapshot& now, const Snapshot& before) {
 CountingSessionBase::CountingSessionBase(const CountingPlan& plan, ReportRenderer* intervals)
     : plan_(plan), intervals_(intervals) {
   base_.target = describe_target(plan);
+  base_.aggr_mode = plan.aggr;
 }
 
 void CountingSessionBase::start() {
@@ -90,6 +111,7 @@ CountingReport CountingSessionBase::report_of(const Snapshot& counts,
   r.elapsed_ns = elapsed_ns;
   r.timestamp_unix_ns = realtime_ns();
   r.counters = rows(counts);
+  r.metrics = compute_metrics(r, plan_.metrics);
   return r;
 }
 
@@ -115,10 +137,16 @@ void CountingSessionBase::stop() {
 void CountingSessionBase::finish(const RunEnd& end) {
   // The stretch since the last tick is an interval too, read like the total (after the
   // workload is reaped, when its counts are final): the intervals then add up to the total.
-  if (plan_.interval_ms) interval();
+  // (Not after --interval-count's last tick, which ended the run: it printed all it should.)
+  if (plan_.interval_ms && end.why != StopReason::interval_count) interval();
   final_ = report_of(read(), end.end_ns - end.start_ns);
   final_.interrupted = end.interrupted();
   final_.exit_status = end.exit_status;
+  // perf shows the command's own CPU times when it counted the command (not -a, -C, -p, -t).
+  if (!plan_.system_wide && !plan_.pid && !plan_.tid) {
+    final_.user_ns = end.user_ns;
+    final_.sys_ns = end.sys_ns;
+  }
   mark_removed(final_.counters);
 }
 
@@ -127,8 +155,12 @@ void CountingSessionBase::finish(const RunEnd& end) {
 CountingSession::CountingSession(const CountingPlan& plan, const Workload* workload,
                                  ReportRenderer* intervals)
     : CountingSessionBase(plan, intervals),
-      set_(CounterSet::open(plan.groups, make_target(plan, workload))),
-      enabled_at_exec_(workload && !plan.system_wide) {}
+      set_(CounterSet::open(plan.groups, make_target(plan, workload, how_.thread_names))),
+      enabled_at_exec_(workload && !plan.system_wide && !plan.pid && !plan.tid) {
+  how_.mode = plan.aggr;
+  how_.skip_zero_threads = plan.aggr == AggrMode::thread && plan.system_wide;
+  if (plan.system_wide) how_.topology = read_cpu_topology(plan.cpus);
+}
 
 void CountingSession::enable() {
   if (!enabled_at_exec_) set_.enable();
@@ -143,7 +175,7 @@ Snapshot CountingSession::read() {
 }
 
 std::vector<CounterRow> CountingSession::rows(const Snapshot& snap) const {
-  return aggregate_rows(series_of(set_, snap.at(0), false), plan_.per_cpu);
+  return aggregate_rows(series_of(set_, snap.at(0), false), how_);
 }
 
 std::unique_ptr<CountingSessionBase> open_counting_session(const CountingPlan& plan,

@@ -258,19 +258,13 @@ struct FunctionSession::State {
     return {};
   }
 
-  // Per BPF event: does it count instructions (whose calibration subtracts the empty
-  // function's own)?
-  std::vector<bool> instruction_events() const {
+  // Per BPF event: does it count instructions or cycles (whose calibration subtracts the empty
+  // function's own instructions)?
+  std::vector<bool> own_work_events() const {
     std::vector<bool> out;
-    for (std::size_t b = 0; b < object.events().size(); ++b) {
-      const ResolvedEvent& e = counters.event(object.events().counter_event(b));
-      std::string name = e.canonical;
-      for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (std::size_t b = 0; b < object.events().size(); ++b)
       out.push_back(
-          (e.attr.type == PERF_TYPE_HARDWARE && e.attr.config == PERF_COUNT_HW_INSTRUCTIONS) ||
-          name.find("INST_RETIRED") != std::string::npos ||
-          name.find("INSTRUCTIONS_RETIRED") != std::string::npos);
-    }
+          counters.event(object.events().counter_event(b)).counts_instructions_or_cycles());
     return out;
   }
 
@@ -322,7 +316,7 @@ struct FunctionSession::State {
         if (site && site->category == "syscalls")
           req.busy_syscalls.push_back(site->event.substr(site->event.find('_', 4) + 1));
     }
-    req.instruction_events = instruction_events();
+    req.own_work_events = own_work_events();
     biases.push_back(pmcprof::calibrate(object, req, reaper));
   }
 

@@ -39,6 +39,7 @@ RunLoop::RunLoop(const SignalBlocker& signals, const RunLoopOptions& opts) : opt
 
 StopReason RunLoop::run(const std::function<void()>& on_interval) {
   enum Slot { kSignal, kWorkload, kTarget, kTimeout, kInterval, kReader };
+  std::uint64_t ticks = 0;
   while (true) {
     std::vector<pollfd> fds;
     std::vector<Slot> slots;
@@ -68,7 +69,10 @@ StopReason RunLoop::run(const std::function<void()>& on_interval) {
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (slots[i] != kInterval || !(fds[i].revents & POLLIN)) continue;
       std::uint64_t expirations;
-      if (::read(fds[i].fd, &expirations, sizeof(expirations)) > 0) on_interval();
+      if (::read(fds[i].fd, &expirations, sizeof(expirations)) <= 0) continue;
+      on_interval();
+      if (opts_.interval_count && ++ticks >= *opts_.interval_count)
+        return StopReason::interval_count;
     }
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;

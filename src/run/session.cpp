@@ -23,6 +23,7 @@ RunEnd Run::drive(Session& session) {
 
   RunLoopOptions loop_opts;
   loop_opts.interval_ms = control_.interval_ms;
+  loop_opts.interval_count = control_.interval_count;
   loop_opts.timeout_ms = control_.timeout_ms;
   loop_opts.workload_pidfd = workload_ ? workload_->pidfd() : -1;
   loop_opts.target_pidfd = target_pidfd.get();
@@ -36,8 +37,15 @@ RunEnd Run::drive(Session& session) {
   // Measuring ends here: tearing probes down afterwards is not part of the elapsed time.
   end.end_ns = monotonic_ns();
   session.stop();
-  if (workload_)
+  if (workload_) {
     end.exit_status = workload_->finish(end.why == StopReason::workload_exited, loop.stop_signal());
+    if (auto ru = workload_->rusage()) {
+      end.user_ns = static_cast<std::uint64_t>(ru->ru_utime.tv_sec) * 1000000000ull +
+                    static_cast<std::uint64_t>(ru->ru_utime.tv_usec) * 1000ull;
+      end.sys_ns = static_cast<std::uint64_t>(ru->ru_stime.tv_sec) * 1000000000ull +
+                   static_cast<std::uint64_t>(ru->ru_stime.tv_usec) * 1000ull;
+    }
+  }
   session.finish(end);
   return end;
 }

@@ -200,6 +200,7 @@ Workload::Workload(Workload&& o) noexcept
       guard_pipe_(std::move(o.guard_pipe_)),
       reaped_(o.reaped_),
       status_(o.status_),
+      rusage_(o.rusage_),
       pidfd_(std::move(o.pidfd_)),
       go_pipe_(std::move(o.go_pipe_)),
       err_pipe_(std::move(o.err_pipe_)),
@@ -248,10 +249,14 @@ void Workload::start() {
   }
 }
 
+pid_t Workload::wait_child(int* status, int options) {
+  return wait4(pid_, status, options, &rusage_);
+}
+
 std::optional<int> Workload::try_reap() {
   if (reaped_) return shell_status(status_);
   int st = 0;
-  pid_t r = waitpid(pid_, &st, WNOHANG);
+  pid_t r = wait_child(&st, WNOHANG);
   if (r == pid_) {
     reaped_ = true;
     status_ = st;
@@ -279,7 +284,7 @@ int Workload::terminate(int sig, int grace_ms) {
   if (!try_reap() || !group_gone()) signal_group(SIGKILL);
   if (!reaped_) {
     int st = 0;
-    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    while (wait_child(&st, 0) < 0 && errno == EINTR) {
     }
     reaped_ = true;
     status_ = st;

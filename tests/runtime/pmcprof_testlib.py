@@ -171,10 +171,15 @@ class Stat:
         return c["value"]
 
 
+# perf's first line of an -o file (text and CSV), then a blank line.
+STARTED_ON = re.compile(r"# started on \w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\n\n")
+
+
 def stat(args, command=(), timeout=60, fmt="json", **kw):
     """Runs `pmcprof stat ARGS -o FILE [-j] [-- COMMAND]` and returns a Stat. fmt: 'json'
     (adds -j and parses the report; NDJSON with -I goes to .records), 'csv' or 'text' (the
-    report text is in .text; pass -x yourself for csv)."""
+    report text is in .text, without the "# started on" header counting mode's -o files start
+    with, as perf's, which must be there; pass -x yourself for csv)."""
     with tempfile.TemporaryDirectory(prefix="pmcprof-test-") as tmp:
         out = os.path.join(tmp, "report")
         argv = ["stat", *args]
@@ -190,6 +195,12 @@ def stat(args, command=(), timeout=60, fmt="json", **kw):
         if os.path.exists(out):
             with open(out) as f:
                 text = f.read()
+    counting_text = fmt != "json" and "-j" not in args and "--func" not in args
+    if counting_text and text:
+        header = STARTED_ON.match(text)
+        if not header:
+            raise AssertionError(f"-o file without perf's '# started on' line: {text[:200]!r}")
+        text = text[header.end():]
     s = Stat(proc, text, wall)
     if fmt == "json":
         parse_json_report(s)

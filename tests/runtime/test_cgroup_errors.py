@@ -8,7 +8,7 @@
   skipped where no v1 hierarchy is mounted): one clear line saying it is not cgroup v2.
 - -G / --for-each-cgroup without -a: one clear line that asks for -a.
 - A cgroup removed mid-run, for both backends at once: two `pmcprof stat -a -e task-clock
-  -G X -I 400 --timeout 2000` (fd, bpf) on an empty cgroup X; once both count, `burn 100` runs
+  -G X -I 400 --summary --timeout 2000` (fd, bpf) on an empty cgroup X; once both count, `burn 100` runs
   in X and a `sleep 30` goes in and is moved out again, then X is removed (rmdir) while both
   still count. Both end on their own: exit 0, no crash text, X's row is kept in every interval
   and the summary, with the summary's cgroup_removed true and its task-clock still the burn's
@@ -77,7 +77,8 @@ class CgroupErrorsTest(unittest.TestCase):
             try:
                 for be in ("fd", "bpf"):
                     runs[be] = t.BackgroundStat(["-a", "-e", "task-clock", "-G", X, "-I", "400",
-                                                 "--timeout", "2000", "--cgroup-backend", be])
+                                                 "--summary", "--timeout", "2000",
+                                                 "--cgroup-backend", be])
                 runs["fd"].wait_ready(perf_fds=t.nproc_online())
                 runs["bpf"].wait_ready(bpf_links=1)
                 p = cg.spawn_in("x", [t.workload("burn"), "100"])

@@ -71,16 +71,28 @@ class Completion(unittest.TestCase):
         self.check(["pmcprof", "--v"], ["--version"])
 
     def test_flags(self):
-        self.check(["pmcprof", "stat", "--no-"], ["--no-aggr", "--no-compensate", "--no-sched-hook"])
+        self.check(["pmcprof", "stat", "--no-"],
+                   ["--no-aggr", "--no-big-num", "--no-compensate", "--no-csv-summary",
+                    "--no-merge", "--no-sched-hook"])
+        self.check(["pmcprof", "stat", "--per-"],
+                   ["--per-core", "--per-cpu", "--per-die", "--per-node", "--per-socket",
+                    "--per-thread"])
+        self.check(["pmcprof", "stat", "--metric"],
+                   ["--metric-no-group", "--metric-no-merge", "--metric-only", "--metrics"])
+        self.check(["pmcprof", "stat", "-M", "IP"], ["IPC"])
+        self.check(["pmcprof", "stat", "-M", "IPC,Topdown"], ["IPC,TopdownL1"])
+        self.check(["pmcprof", "serve", "--metr"], [])
+        self.check(["pmcprof", "list", "--metr"], ["--metricgroups", "--metrics"])
         self.check(["pmcprof", "stat", "--cg"], ["--cgroup", "--cgroup-backend"])
         got = self.check(["pmcprof", "stat", "-"],
                          ["-e", "--event", "-a", "-A", "-I", "-r", "-x", "-j", "-o", "--func",
-                          "--backend", "--aggregate", "--by", "--buffer-pages", "--thread-state",
-                          "-G",
+                          "-M", "-d", "-B", "--summary", "--interval-count", "--json-output",
+                          "--backend", "--aggregate", "--by", "--buffer-pages", "--thread-state", "-G",
                           "--for-each-cgroup", "--cgroup-backend", "--timeout", "-p", "-t",
                           "-C", "-v"], exact=False)
         self.assertNotIn("--listen", got)
-        self.check(["pmcprof", "list", "--"], ["--all", "--json", "--names", "--help"])
+        self.check(["pmcprof", "list", "--"],
+                   ["--all", "--json", "--names", "--help", "--metrics", "--metricgroups"])
         self.check(["pmcprof", "doctor", "-"], ["-h", "--help", "-j", "--json"])
         self.check(["pmcprof", "serve", "--li"], ["--listen"])
         self.check(["pmcprof", "serve", "--ag"], ["--aggregate"])

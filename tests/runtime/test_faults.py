@@ -21,7 +21,8 @@ each (each failed on the main branch before the fix).
   until the last thread exits;
 - the workload's group: after SIGINT, SIGTERM, --timeout or SIGKILL of pmcprof nothing of
   `sh -c 'sleep 30; true'` is left, nor of a command that ignores SIGTERM after SIGKILL;
-- attach is interruptible: SIGINT during a 64-function attach ends pmcprof within 2 s.
+- start-up and attach are interruptible: SIGINT 200 ms into a 64-function run, or during its
+  attach, ends pmcprof within 2 s with status 130 and one line.
 
 Usage: test_faults.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
@@ -36,7 +37,7 @@ import unittest
 
 import pmcprof_testlib as t
 
-EXIT_USAGE = 2
+EXIT_USAGE = 129  # usage errors exit as perf's do
 
 
 class OutputErrors(unittest.TestCase):
@@ -252,22 +253,51 @@ class WorkloadGroup(unittest.TestCase):
         self.run_case("SIGTERM", 'trap "" TERM INT; sleep 30; true')
 
 
+def libc_functions(n):
+    """N global libc functions, one name per address (aliases such as aio_cancel and
+    aio_cancel64 would be refused as the same function), or Skip."""
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    if not os.path.exists(libc):
+        raise t.Skip("no x86_64 libc")
+    nm = t.run(["readelf", "-W", "--dyn-syms", libc])
+    by_address = {}
+    for line in nm.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[3] == "FUNC" and f[4] == "GLOBAL" and f[6] != "UND":
+            name = f[7].split("@")[0]
+            if name[:1].isalpha():
+                by_address.setdefault(f[1], name)
+    names = sorted(set(by_address.values()))[:n]
+    if len(names) < n:
+        raise t.Skip(f"fewer than {n} libc functions found")
+    return names
+
+
 class AttachInterruptible(unittest.TestCase):
+    def test_sigint_in_start_up(self):
+        """The start-up window: a signal 200 ms in, while 64 --func targets are still being
+        resolved or loaded, ends pmcprof at once with 130 and one line (before issue 14 it
+        was acted on only after every probe was attached, 14 s later, and a signal in the
+        first milliseconds killed pmcprof without a report)."""
+        args = ["stat", "-e", "task-clock", "-a", "-o", "/dev/null"]
+        for n in libc_functions(64):
+            args += ["--func", f"libc:{n}"]
+        proc = subprocess.Popen([t.pmcprof(), *args], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            t.stop(proc)
+        t.log(f"SIGINT 200 ms into a 64-function start-up: exit {proc.returncode}, {err.strip()!r}")
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertEqual(err.strip(),
+                         "pmcprof: interrupted by SIGINT while attaching: nothing was counted")
+        self.assertEqual(t.wait_no_pmcprof_orphans(), [])
+
     def test_sigint_during_long_attach(self):
-        libc = "/lib/x86_64-linux-gnu/libc.so.6"
-        if not os.path.exists(libc):
-            raise t.Skip("no x86_64 libc")
-        nm = t.run(["readelf", "-W", "--dyn-syms", libc])
-        by_address = {}  # one name per address: aliases (aio_cancel, aio_cancel64) are refused
-        for line in nm.stdout.splitlines():
-            f = line.split()
-            if len(f) >= 8 and f[3] == "FUNC" and f[4] == "GLOBAL" and f[6] != "UND":
-                name = f[7].split("@")[0]
-                if name[:1].isalpha():
-                    by_address.setdefault(f[1], name)
-        names = sorted(set(by_address.values()))[:64]
-        if len(names) < 64:
-            raise t.Skip("fewer than 64 libc functions found")
+        names = libc_functions(64)
         args = ["stat", "-v", "-e", "task-clock", "-a", "-o", "/dev/null"]
         for n in names:
             args += ["--func", f"libc:{n}"]

@@ -5,7 +5,7 @@ attached; the cases that are not errors report what was collected.
 Errors (assert_clean_error: a first stderr line 'pmcprof: ...', at most a 'HINT: ...' line):
 - kernel function on a kernel without kprobes and fentry (tcp_sendmsg): exit 1, the line names
   kprobes and fentry, the hint suggests syscall:NAME and a user function (PATH:SYMBOL);
-- unknown kernel function: exit 2, "unknown kernel function";
+- unknown kernel function: exit 129 (usage), "unknown kernel function";
 - binary not found; not an ELF (/etc/passwd:foo); symbol not in the binary (names it);
   stripped binary (objcopy --strip-all copy of func_workload, probe burn_cpu): says stripped;
   unknown syscall; ':SYMBOL' without -p (mentions -p); -p of a PID that does not exist;
@@ -77,7 +77,7 @@ class ErrorTest(Base):
                          "suggest a user function target")
 
     def test_unknown_kernel_function(self):
-        self.error(["--func", "pmcprof_no_such_kernel_function"], self.cmd, exit_code=2,
+        self.error(["--func", "pmcprof_no_such_kernel_function"], self.cmd, exit_code=129,
                    mentions=[r"unknown kernel function", r"pmcprof_no_such_kernel_function"])
 
     def test_binary_not_found(self):

@@ -2,7 +2,8 @@
 """Every -j output of pmcprof validates against docs/schema/pmcprof-1.schema.json.
 
 Real output of each mode (counting: -a --timeout, -- CMD, -A, -r 2, -I NDJSON, per cgroup with
--G; function mode: --func syscall:getppid, with -I, --aggregate both, --by; list -j; doctor -j)
+-G, --per-core/-socket/-node, --per-thread, -M with computed and uncomputable metrics,
+--metric-only, pmu/term/ and tracepoint events; list --metrics -j; function mode: --func syscall:getppid, with -I, --aggregate both, --by; list -j; doctor -j)
 and every pmcprof object in the examples of docs/json.md, validated with python3-jsonschema
 (Debian 12: 4.10, draft 2020-12). Also checks that the schema rejects typical regressions
 (a number written as a string, a missing field, an unknown or camelCase key, a bad status).
@@ -155,6 +156,48 @@ class CountingMode(SchemaCase):
         r = docs[0]
         self.assertEqual((r["type"], r["exit_status"], r["runs"]), ("report", 0, 1))
 
+    def test_command_cpu_times(self):
+        _, docs = self.run_json(["stat", "-e", "task-clock"], command=["true"])
+        self.assertIn("user_ns", docs[0])
+        self.assertIn("sys_ns", docs[0])
+
+    def test_aggregations(self):
+        for flag in ("--per-core", "--per-socket", "--per-die", "--per-node"):
+            _, docs = self.run_json(["stat", "-a", flag, "--timeout", "100",
+                                     "-e", "task-clock,cycles"])
+            r = docs[0]
+            self.assertEqual(r["aggregate_by"], flag[len("--per-"):])
+            self.assertEqual(sum(c["aggregate"]["cpus"] for c in r["counters"]
+                                 if c["event"] == "task-clock"), t.nproc_online())
+        with subprocess.Popen(["sleep", "5"]) as sleeper:
+            try:
+                _, docs = self.run_json(["stat", "--per-thread", "-p", str(sleeper.pid),
+                                         "--timeout", "100", "-e", "task-clock"])
+            finally:
+                sleeper.kill()
+        self.assertEqual([c["aggregate"]["comm"] for c in docs[0]["counters"]], ["sleep"])
+
+    def test_metrics(self):
+        _, docs = self.run_json(["stat", "-M", "CPUs_utilized,IPC", "-a", "--timeout", "100"])
+        by_name = {m["name"]: m for m in docs[0]["metrics"]}
+        self.assertEqual(by_name["CPUs_utilized"]["status"], "ok")
+        ipc = by_name["IPC"]
+        if not t.has_hardware_pmu():
+            self.assertEqual((ipc["status"], ipc["value"]), ("not-computed", None))
+            self.assertIn("<not supported>", ipc["reason"])
+        _, docs = self.run_json(["stat", "-M", "CPUs_utilized", "--metric-only", "-a",
+                                 "--timeout", "100"])
+        self.assertEqual(docs[0]["counters"], [])
+        _, docs = self.run_json(["list", "--metrics", "-j"])
+        self.assertIn("IPC", {m["name"] for m in docs[0]["metrics"]})
+
+    def test_sysfs_and_tracepoint_events(self):
+        args = ["stat", "-a", "--timeout", "100", "-e", "msr/tsc/,sched:sched_switch"]
+        if not os.path.exists("/sys/bus/event_source/devices/msr"):
+            args[-1] = "sched:sched_switch"
+        _, docs = self.run_json(args)
+        self.assertEqual({c["status"] for c in docs[0]["counters"]}, {"ok"})
+
     def test_per_cpu(self):
         _, docs = self.run_json(["stat", "-a", "-A", "--timeout", "200",
                                  "-e", "task-clock,context-switches"])
@@ -170,7 +213,7 @@ class CountingMode(SchemaCase):
         self.assertIn("stddev_pct", t.find_counter(r, "task-clock"))
 
     def test_intervals_ndjson(self):
-        _, docs = self.run_json(["stat", "-I", "100", "-a", "--timeout", "450",
+        _, docs = self.run_json(["stat", "-I", "100", "--summary", "-a", "--timeout", "450",
                                  "-e", "task-clock,context-switches,cycles"], ndjson=True)
         types = [d["type"] for d in docs]
         self.assertGreaterEqual(types.count("interval"), 2, types)
@@ -181,7 +224,8 @@ class CountingMode(SchemaCase):
 
     def test_intervals_command_shorter_than_interval(self):
         # At most the final stretch (shorter than -I) as an "interval" record, then the summary.
-        _, docs = self.run_json(["stat", "-I", "1000", "-e", "task-clock"], command=["true"],
+        _, docs = self.run_json(["stat", "-I", "1000", "--summary", "-e", "task-clock"],
+                                command=["true"],
                                 ndjson=True)
         types = [d["type"] for d in docs]
         self.assertIn(types, (["summary"], ["interval", "summary"]))
@@ -219,7 +263,8 @@ class PerCgroup(SchemaCase):
                 _, docs = self.run_json(args)
                 self.assertEqual(docs[0]["cgroup_backend"], backend)
                 self.assertEqual({c["cgroup"] for c in docs[0]["counters"]}, {"/", f"/{name}"})
-                _, docs = self.run_json(["stat", "-I", "100", *args[1:]], ndjson=True)
+                _, docs = self.run_json(["stat", "-I", "100", "--summary", *args[1:]],
+                                        ndjson=True)
                 self.assertEqual(docs[-1]["type"], "summary")
         finally:
             for _ in range(50):

@@ -293,7 +293,7 @@ class ServeTest(unittest.TestCase):
             t.assert_clean_error(self, p, exit_code=1, mentions=("in use",))
         for bad in ("127.0.0.1:notaport", "1.2.3:80", "127.0.0.1:70000", "[::1"):
             p = t.run_pmcprof(["serve", "--listen", bad, "-e", "task-clock"])
-            t.assert_clean_error(self, p, exit_code=2, mentions=("--listen",))
+            t.assert_clean_error(self, p, exit_code=129, mentions=("--listen",))
 
 
 if __name__ == "__main__":

@@ -215,7 +215,7 @@ class TlsTest(unittest.TestCase):
         for what, (path, mentions) in cases.items():
             p = t.run_pmcprof(["serve", "--listen", f"127.0.0.1:{port}", "-e", "task-clock",
                                "--web.config.file", path], timeout=30)
-            line = t.assert_clean_error(self, p, exit_code=2, mentions=mentions)
+            line = t.assert_clean_error(self, p, exit_code=129, mentions=mentions)
             t.log(f"{what}: {line}")
 
 

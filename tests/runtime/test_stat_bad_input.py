@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bad input to pmcprof stat fails cleanly: a non-zero exit (2 for usage errors, 127 for a
+"""Bad input to pmcprof stat fails cleanly: a non-zero exit (129 for usage errors, as perf, 127 for a
 command that does not exist, 1 for a refused perf_event_open), one stderr line starting
 "pmcprof:" (+ at most one "HINT:" line), never a crash (no signal exit, no "terminate called",
 no traceback). Cases: unknown event (named, with a close name suggested), malformed group
@@ -27,7 +27,7 @@ import unittest
 
 import pmcprof_testlib as t
 
-EXIT_USAGE = 2
+EXIT_USAGE = 129  # perf stat's usage exit status
 
 
 def free_pid():

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Interval printing (-I MS): `pmcprof stat -a -I 100 --timeout 1000 -e task-clock -j`.
+"""Interval printing (-I MS): `pmcprof stat -a -I 100 --summary --timeout 1000 -e task-clock -j`.
 
 - JSON: one compact line per interval ("type": "interval", "interval" = seconds since start,
-  strictly increasing), then exactly one "summary" line last. >= 8 interval records (10
+  strictly increasing), then (--summary) exactly one "summary" line last. >= 8 interval records (10
   expected: a 1000 ms timeout / 100 ms). The interval task-clock values sum to the summary's
   total within 2% (only the sliver between the last tick and the stop is missing). Each
   interval's task-clock / its elapsed_ns ~= number of CPUs (within 10%: system-wide task-clock
   counts idle time too), and each elapsed_ns is 100 ms within 30%.
 - With -A: every interval holds one row per online CPU with its "cpu".
 - CSV (-x ,) and text: the interval lines start with the time column (seconds, 9 decimals),
-  times increase; the CSV totals at the end say "summary" in that column; text prints the
-  perf-style "#  time ... counts unit events" header.
+  times increase; with --summary the CSV totals at the end say "summary" in that column, and
+  without it (as perf) there are none; text prints the perf-style
+  "#  time ... counts unit events" header.
+- --interval-count N: exactly N intervals, then the run ends (before its --timeout).
 
 Usage: test_stat_interval.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
@@ -27,7 +29,8 @@ TIME = r"\d+\.\d{9}"
 class IntervalTest(unittest.TestCase):
     def test_json_intervals_sum_to_summary(self):
         ncpu = t.nproc_online()
-        s = t.stat(["-a", "-I", "100", "--timeout", "1000", "-e", "task-clock"], timeout=30)
+        s = t.stat(["-a", "-I", "100", "--summary", "--timeout", "1000", "-e", "task-clock"],
+                   timeout=30)
         self.assertEqual(s.returncode, 0, s.stderr)
         lines = [l for l in s.text.splitlines() if l.strip()]
         recs = [json.loads(l) for l in lines]  # every line is one JSON object (NDJSON)
@@ -61,7 +64,8 @@ class IntervalTest(unittest.TestCase):
 
     def test_json_per_cpu(self):
         cpus = t.online_cpus()
-        s = t.stat(["-a", "-A", "-I", "100", "--timeout", "350", "-e", "task-clock"], timeout=30)
+        s = t.stat(["-a", "-A", "-I", "100", "--summary", "--timeout", "350", "-e", "task-clock"],
+                   timeout=30)
         self.assertEqual(s.returncode, 0, s.stderr)
         intervals = [r for r in s.records if r["type"] == "interval"]
         self.assertGreaterEqual(len(intervals), 2)
@@ -70,8 +74,8 @@ class IntervalTest(unittest.TestCase):
         t.log(f"-A: {len(intervals)} intervals x {len(cpus)} CPUs")
 
     def test_csv(self):
-        s = t.stat(["-a", "-I", "100", "--timeout", "450", "-e", "task-clock,page-faults",
-                    "-x", ","], fmt="csv", timeout=30)
+        s = t.stat(["-a", "-I", "100", "--summary", "--timeout", "450", "-e",
+                    "task-clock,page-faults", "-x", ","], fmt="csv", timeout=30)
         self.assertEqual(s.returncode, 0, s.stderr)
         timed = [l.split(",") for l in s.text.splitlines() if re.match(TIME + ",", l)]
         t.log(f"csv: {len(timed)} timed lines, first {timed[:2]}")

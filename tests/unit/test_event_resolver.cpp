@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "force_pmu.hpp"
 #include "pmcprof/events/event_catalog.hpp"
 #include "pmcprof/events/event_resolver.hpp"
 #include "pmcprof/util/error.hpp"
@@ -17,23 +18,7 @@ using namespace pmcprof;
 
 namespace {
 
-// Sets LIBPFM_FORCE_PMU for the lifetime of the guard (before PfmLibrary is constructed).
-class ForcePmu {
- public:
-  explicit ForcePmu(const char* pmu) {
-    if (const char* old = std::getenv("LIBPFM_FORCE_PMU")) old_ = old;
-    setenv("LIBPFM_FORCE_PMU", pmu, 1);
-  }
-  ~ForcePmu() {
-    if (old_)
-      setenv("LIBPFM_FORCE_PMU", old_->c_str(), 1);
-    else
-      unsetenv("LIBPFM_FORCE_PMU");
-  }
-
- private:
-  std::optional<std::string> old_;
-};
+using pmcprof::testing::ForcePmu;
 
 class Resolver : public ::testing::Test {
  protected:

@@ -105,19 +105,20 @@ CountingReport workload_report() {
   return r;
 }
 
-// perf stat -a -A: every event of CPU0, then of CPU1.
+// perf stat -a -A (perf 6.1's order: each event across the CPUs).
 CountingReport per_cpu_report() {
   const std::uint64_t e = 1000000000;
   CountingReport r;
   r.target = "system wide";
+  r.aggr_mode = AggrMode::cpu;
   r.elapsed_ns = e;
   r.timestamp_unix_ns = 1700000002000000000ULL;
   r.counters = {
       on_cpu(ok("task-clock", kTaskClock, 1000000000, e, e, "ns"), 0),
-      on_cpu(ok("cycles", kCycles, 2000000000, e, e), 0),
-      on_cpu(ok("instructions", kInstructions, 1000000000, e, e), 0),
       on_cpu(ok("task-clock", kTaskClock, 250000000, e, e, "ns"), 1),
+      on_cpu(ok("cycles", kCycles, 2000000000, e, e), 0),
       on_cpu(ok("cycles", kCycles, 300000000, e, e), 1),
+      on_cpu(ok("instructions", kInstructions, 1000000000, e, e), 0),
       on_cpu(ok("instructions", kInstructions, 600000000, e, e), 1),
   };
   return r;
@@ -243,7 +244,8 @@ TEST(RenderText, NotSupportedIsNeverZero) {
 
 TEST(RenderText, Metrics) {
   const std::string wl = render_text(workload_report());
-  EXPECT_NE(wl.find("#    2.000 insn per cycle"), std::string::npos) << wl;
+  // perf's formats: "%7.2f " insn per cycle, "%7.2f%%" shares, "%8.3f" the rest.
+  EXPECT_NE(wl.find("#    2.00  insn per cycle"), std::string::npos) << wl;
   EXPECT_NE(wl.find("(62.50%)"), std::string::npos) << wl;
   EXPECT_NE(wl.find("<not counted>      LLC-load-misses"), std::string::npos) << wl;
   const std::string sw = render_text(system_wide_report());
@@ -269,17 +271,20 @@ TEST(RenderCsv, NoThousandsSeparatorsAndFixedFieldCount) {
   EXPECT_NE(csv.find("<not supported>,,cycles,"), std::string::npos) << csv;
 }
 
-// Percentages keep the '%' apart from the words, as JSON's metric.unit does.
+// As perf -x: the metric value as digits only, its unit without the '%' (JSON's metric.unit
+// keeps "% of all branches"); <not supported> rows run 0 ns of 0: 100.00%.
 TEST(RenderCsv, PercentMetricUnit) {
   const std::string csv = render_csv(system_wide_report());
-  EXPECT_NE(csv.find("\n12345678,,branch-misses,2002469134,100.00,1.25,% of all branches\n"),
+  EXPECT_NE(csv.find("\n12345678,,branch-misses,2002469134,100.00,1.25,of all branches\n"),
             std::string::npos)
       << csv;
+  EXPECT_NE(csv.find("\n<not supported>,,cycles,0,100.00,,\n"), std::string::npos) << csv;
 }
 
 TEST(RenderCsv, PerCpuAndIntervalPrefixes) {
   const std::string csv = render_csv(per_cpu_report());
   EXPECT_EQ(csv.rfind("CPU0,1000.00,msec,task-clock,", 0), 0u) << csv;
+  EXPECT_NE(csv.find("\nCPU1,250.00,msec,task-clock,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\nCPU1,300000000,,cycles,"), std::string::npos) << csv;
   const std::string iv = interval_stream(OutputFormat::csv);
   EXPECT_EQ(iv.rfind("1.001000000,1990.00,msec,task-clock,", 0), 0u) << iv;
@@ -372,7 +377,7 @@ TEST(RenderJson, CpuOnlyOnPerCpuRows) {
   for (std::size_t i = 0; i < 6; ++i) {
     const json& c = j.at("counters").at(i);
     ASSERT_TRUE(c.contains("cpu")) << c.dump();
-    EXPECT_EQ(c.at("cpu"), i < 3 ? 0 : 1) << c.dump();
+    EXPECT_EQ(c.at("cpu"), i % 2) << c.dump();  // each event across the CPUs
   }
   const json* ipc1 = find_counter(j, "instructions", 1);
   ASSERT_NE(ipc1, nullptr);
@@ -423,8 +428,10 @@ TEST(RenderText, PerCpuIntervalHeaderHasCpuColumn) {
   r.interval_s = 1.0;
   renderer->interval(r);
   const std::string text = out.str();
-  EXPECT_EQ(text.rfind("#           time CPU                 counts unit events\n", 0), 0u) << text;
-  EXPECT_NE(text.find("\n     1.000000000 CPU1                250.00 msec task-clock"),
+  // perf 6.1: "CPU%-7d " before the 18-wide count, the header aligned with it.
+  EXPECT_EQ(text.rfind("#           time CPU                    counts unit events\n", 0), 0u)
+      << text;
+  EXPECT_NE(text.find("\n     1.000000000 CPU1                   250.00 msec task-clock"),
             std::string::npos)
       << text;
 }

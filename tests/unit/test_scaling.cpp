@@ -169,13 +169,13 @@ TEST(Aggregate, SummedRowsOnePerEvent) {
 }
 
 TEST(Aggregate, PerInstanceRowsInPerfOrder) {
-  // perf -A: every event of CPU2, then every event of CPU5.
+  // perf -A (perf 6.1): each event across the CPUs: a on CPU2, a on CPU5, then b.
   std::vector<EventSeries> all = {series("a", {2, 5}, {{1, 1, 1}, {2, 1, 1}}),
                                   series("b", {2, 5}, {{3, 1, 1}, {4, 1, 1}})};
   auto rows = aggregate_rows(all, /*per_instance=*/true);
   ASSERT_EQ(rows.size(), 4u);
-  const std::vector<std::pair<std::string, int>> order = {{"a", 2}, {"b", 2}, {"a", 5}, {"b", 5}};
-  const std::vector<double> values = {1, 3, 2, 4};
+  const std::vector<std::pair<std::string, int>> order = {{"a", 2}, {"a", 5}, {"b", 2}, {"b", 5}};
+  const std::vector<double> values = {1, 2, 3, 4};
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i].event, order[i].first) << i;
     ASSERT_TRUE(rows[i].cpu.has_value()) << i;

@@ -145,10 +145,13 @@ TEST(StatOptions, PidAndTid) {
   expect_invalid(o, {"either -p or -t"});
 }
 
-TEST(StatOptions, PidWithCommand) {
+// As perf: -p with a command counts the process while the command runs.
+TEST(StatOptions, PidWithCommandCountsThePid) {
   StatOptions o = with_command();
   o.pid = 1;
-  expect_invalid(o, {"-p/-t", "command"});
+  EXPECT_NO_THROW(validate_stat_options(o));
+  o.funcs = {"syscall:getppid"};
+  expect_invalid(o, {"-p", "command"});
 }
 
 TEST(StatOptions, NonPositivePid) {
@@ -163,8 +166,25 @@ TEST(StatOptions, PerCpuNeedsSystemWide) {
   expect_invalid(o, {"-A", "-a or -C"});
 }
 
-TEST(StatOptions, NothingToCount) {
-  expect_invalid(StatOptions{}, {"nothing to count"});
+// No target at all is the whole system (run_stat_command adds -a, as perf does); aggregations
+// that need CPUs or threads still say what they need.
+TEST(StatOptions, AggregationNeedsItsTarget) {
+  StatOptions o = with_command();
+  o.per_core = true;
+  expect_invalid(o, {"--per-core", "-a or -C"});
+  o.per_core = false;
+  o.per_thread = true;
+  expect_invalid(o, {"--per-thread", "-p, -t"});
+  o = system_wide();
+  o.per_socket = o.per_node = true;
+  expect_invalid(o, {"give one of"});
+  o = system_wide();
+  o.interval_count = 3;
+  expect_invalid(o, {"--interval-count needs -I"});
+  o = with_command();
+  o.command = {"record", "-o", "-", "true"};
+  o.subcommand_word = true;
+  expect_invalid(o, {"stat record", "does not implement"});
 }
 
 TEST(StatOptions, JsonAndCsv) {

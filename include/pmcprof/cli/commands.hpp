@@ -20,7 +20,9 @@ struct ListOptions {
   std::string filter;
   bool all_pmus = false;  // include PMUs libpfm4 supports but this machine lacks
   bool json = false;
-  bool names_only = false;  // one name a line, for shell completion
+  bool names_only = false;     // one name a line, for shell completion
+  bool metrics = false;        // --metrics: the -M metrics instead of events
+  bool metric_groups = false;  // --metricgroups: the -M metric groups
 };
 // `pmcprof list`: what libpfm4 knows.
 int run_list_command(const ListOptions& opts, std::ostream& out);

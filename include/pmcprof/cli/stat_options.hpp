@@ -20,13 +20,30 @@ struct StatOptions {
   std::optional<long long> pid;              // -p
   std::optional<long long> tid;              // -t
   bool per_cpu = false;                      // -A
+  bool per_thread = false;                   // --per-thread
+  bool per_core = false;                     // --per-core
+  bool per_die = false;                      // --per-die
+  bool per_socket = false;                   // --per-socket
+  bool per_node = false;                     // --per-node
+  bool no_merge = false;                     // --no-merge (pmcprof never merges)
+  bool big_num = false;                      // -B (the default anyway)
+  bool no_big_num = false;                   // --no-big-num
+  std::vector<std::string> metrics;          // -M, comma lists, repeatable
+  bool metric_only = false;                  // --metric-only
+  bool metric_no_group = false;              // --metric-no-group
+  bool metric_no_merge = false;              // --metric-no-merge (pmcprof never merges)
+  int detailed = 0;                          // -d, -dd, -ddd
   std::optional<long long> interval_ms;      // -I
+  std::optional<long long> interval_count;   // --interval-count
+  bool summary = false;                      // --summary
+  bool no_csv_summary = false;               // --no-csv-summary
   std::optional<long long> timeout_ms;       // --timeout
   long long repeat = 1;                      // -r
   std::optional<std::string> csv_separator;  // -x
   bool json = false;                         // -j
   std::optional<std::string> output;         // -o
   std::vector<std::string> command;          // -- CMD ARGS
+  bool subcommand_word = false;              // `stat record|report` (perf's, not pmcprof's)
   // Function mode (--func): per-call deltas through BPF.
   std::vector<std::string> funcs;     // --func, repeatable
   std::vector<std::string> regions;   // --region [NAME=]START,END, repeatable

@@ -8,6 +8,7 @@
 
 #include "pmcprof/counters/scaling.hpp"
 #include "pmcprof/events/event_resolver.hpp"
+#include "pmcprof/util/error.hpp"
 #include "pmcprof/util/fd.hpp"
 
 namespace pmcprof {
@@ -31,9 +32,11 @@ struct CounterTarget {
 };
 
 // The counters of one run: every event of every group, opened on every instance (CPU or
-// thread). Groups are opened with the first event that the kernel accepts as leader and
-// read in one read() with PERF_FORMAT_GROUP. Events the kernel refuses are kept, marked
-// unsupported, so the report can say <not supported> while the others count.
+// thread). A group's first event is its leader, and a group is read in one read() with
+// PERF_FORMAT_GROUP. Events the kernel refuses are kept, marked unsupported, so the report can
+// say <not supported> while the others count; as in perf, a group whose leader the kernel
+// refuses cannot be counted (GroupError), and a weak group ({...}:W) one of whose members
+// does not fit on the PMU with the others is opened as separate events instead.
 class CounterSet {
  public:
   static CounterSet open(const std::vector<ResolvedGroup>& groups, const CounterTarget& target);
@@ -42,6 +45,10 @@ class CounterSet {
   CounterSet& operator=(CounterSet&&) = default;
 
   std::size_t event_count() const { return events_.size(); }
+  // The index of the event's group in the groups it was opened from.
+  std::size_t event_group(std::size_t i) const { return events_[i].group; }
+  // Weak groups that did not fit and were opened as separate events (their first events).
+  const std::vector<std::string>& weak_fallbacks() const { return weak_fallbacks_; }
   const ResolvedEvent& event(std::size_t i) const { return events_[i].event; }
   bool supported(std::size_t i) const { return events_[i].supported; }
   // Why the kernel refused an unsupported event (strerror of its errno).
@@ -72,13 +79,35 @@ class CounterSet {
   };
 
   CounterSet() = default;
-  void open_group(std::size_t group_index, std::size_t instance);
+  // How a group may fall back to separate events.
+  struct Fallback {
+    bool weak = false;     // a member does not fit beside the others
+    bool refused = false;  // the kernel refuses the leader (metric groups)
+  };
+  // Opens group g on every instance; a group that falls back is split into singles.
+  void open_group(std::size_t g, Fallback fallback);
+  // Opens one group on one instance. Returns false when the group falls back: a member of a
+  // weak group did not fit (EINVAL/EBADF/ENOSPC beside a leader that opened), or the leader
+  // was refused and `fallback.refused`. The caller then splits the group.
+  bool open_group_on(std::size_t g, std::size_t instance, Fallback fallback);
+  // perf_event_open with pmcprof's fallbacks (user-only without privilege, lower precise
+  // levels for :P). Returns the fd or -errno.
+  int open_event(Event& e, std::size_t instance, int group_fd, bool leader);
+  void record_failure(Event& e, int err, bool leader, std::size_t group_size);
   void read_group(const Group& g, std::size_t instance,
                   std::vector<std::vector<RawCount>>& out) const;
 
   CounterTarget target_;
   std::vector<Event> events_;
   std::vector<Group> groups_;
+  std::vector<std::string> weak_fallbacks_;
+};
+
+// A group the kernel cannot count at all: its leader was refused (exit 255, as perf).
+class GroupError : public Error {
+ public:
+  GroupError(const std::string& what, std::string hint)
+      : Error(what, std::move(hint), kExitGroup) {}
 };
 
 // perf_event_attr flags every pmcprof counter carries, given its role in a group.

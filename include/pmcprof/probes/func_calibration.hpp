@@ -56,9 +56,9 @@ struct CalibrationRequest {
   // Syscalls the run probes (one program cannot be attached twice to a tracepoint), which
   // the tracepoint calibration avoids.
   std::vector<std::string> busy_syscalls;
-  // Per BPF event: an instruction count, from which the calibration target's own
+  // Per BPF event: an instruction or cycle count, from which the calibration target's own
   // instructions are taken off (they are the empty function's work, not the probe's).
-  std::vector<bool> instruction_events;
+  std::vector<bool> own_work_events;
 };
 
 // Calibrates on `object` (counters enabled, nothing else attached for the calibration id)

@@ -1,9 +1,12 @@
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "pmcprof/counters/scaling.hpp"
+#include "pmcprof/platform/cpu_topology.hpp"
 #include "pmcprof/report/report.hpp"
 
 namespace pmcprof {
@@ -14,13 +17,28 @@ struct EventSeries {
   EventKind kind;
   std::string unit;
   bool supported = false;
+  std::size_t group = 0;          // the event group it was opened in
+  double scale = 1;               // sysfs .scale: value = count x scale
   std::vector<int> instance_ids;  // CPU ids (per-CPU rows) or tids
   std::vector<RawCount> counts;   // one per instance
 };
 
-// Report rows: one per event (summed over instances), or one per event and CPU when
-// per_instance is set. Each instance is scaled on its own before summing, so CPUs that
-// multiplexed differently are extrapolated correctly; running_pct is Σrunning / Σenabled.
+// How instances become rows (perf stat's aggregation modes).
+struct Aggregation {
+  AggrMode mode = AggrMode::global;
+  std::map<int, CpuPlace> topology;         // core, die, socket, node: where each CPU sits
+  std::map<int, std::string> thread_names;  // thread: tid -> comm
+  // --per-thread system-wide: threads that counted nothing are left out, as perf does.
+  bool skip_zero_threads = false;
+};
+
+// Report rows. Each instance is scaled on its own before summing, so CPUs that multiplexed
+// differently are extrapolated correctly; running_pct is Σrunning / Σenabled. Row order is
+// perf's: events in order (global); each event across CPUs (-A); each aggregate (sorted by
+// socket, die, core, node) with every event; each event across threads by count, largest first.
+std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series,
+                                       const Aggregation& how);
+// The sum (per_instance false) or one row per CPU (true).
 std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series, bool per_instance);
 
 // One row from one or more instance counts.

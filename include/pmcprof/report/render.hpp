@@ -13,9 +13,13 @@ enum class OutputFormat { text, csv, json };
 struct RenderOptions {
   OutputFormat format = OutputFormat::text;
   std::string csv_separator = ",";
-  // -I: interval records follow, then a summary. JSON is then NDJSON from the first line,
-  // and CSV summary rows start with "summary" where interval rows have their time.
+  // -I: interval records follow (then, with --summary, the summary). JSON is then NDJSON
+  // from the first line, and CSV summary rows start with "summary" where interval rows have
+  // their time (unless --no-csv-summary).
   bool intervals = false;
+  bool csv_summary_prefix = true;  // --no-csv-summary clears it
+  bool big_num = true;             // thousands separators in text (-B; --no-big-num clears it)
+  bool metric_only = false;        // --metric-only: a table of metrics, no counts
 };
 
 // One data model, three renderers. A renderer may be fed interval reports (-I) and then one
@@ -29,14 +33,15 @@ class ReportRenderer {
 
 std::unique_ptr<ReportRenderer> make_renderer(const RenderOptions& opts, std::ostream& out);
 
-// Whole-report helpers (golden tests, -o files).
-std::string render_text(const CountingReport& report);
-std::string render_csv(const CountingReport& report, const std::string& sep = ",");
-std::string render_json(const CountingReport& report);
+// Whole-report helpers (golden tests).
+std::string render_text(const CountingReport& report, const RenderOptions& opts = {});
+std::string render_csv(const CountingReport& report, const std::string& sep = ",",
+                       const RenderOptions& opts = {});
+std::string render_json(const CountingReport& report, const RenderOptions& opts = {});
 
-std::unique_ptr<ReportRenderer> make_text_renderer(std::ostream& out);
-std::unique_ptr<ReportRenderer> make_csv_renderer(std::ostream& out, std::string sep,
-                                                  bool intervals = false);
-std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out, bool ndjson = false);
+std::unique_ptr<ReportRenderer> make_text_renderer(std::ostream& out,
+                                                   const RenderOptions& opts = {});
+std::unique_ptr<ReportRenderer> make_csv_renderer(std::ostream& out, const RenderOptions& opts);
+std::unique_ptr<ReportRenderer> make_json_renderer(std::ostream& out, const RenderOptions& opts);
 
 }  // namespace pmcprof

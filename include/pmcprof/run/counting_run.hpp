@@ -10,6 +10,7 @@
 
 #include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/events/event_resolver.hpp"
+#include "pmcprof/report/metric_values.hpp"
 #include "pmcprof/report/render.hpp"
 #include "pmcprof/report/report.hpp"
 #include "pmcprof/run/run_loop.hpp"
@@ -25,11 +26,13 @@ struct CountingPlan {
   std::optional<pid_t> pid;          // -p: every thread of the process
   std::optional<pid_t> tid;          // -t: one thread
   std::vector<std::string> command;  // -- CMD ARGS
-  bool per_cpu = false;              // -A
+  AggrMode aggr = AggrMode::global;  // -A, --per-thread, --per-core, ...
   std::optional<std::uint64_t> interval_ms;
+  std::optional<std::uint64_t> interval_count;  // --interval-count: stop after this many
   std::optional<std::uint64_t> timeout_ms;
   std::vector<Cgroup> cgroups;  // -G / --for-each-cgroup (with -a)
   CgroupBackend cgroup_backend = CgroupBackend::automatic;
+  std::vector<MetricRequest> metrics;  // -M: computed on every report from their groups' rows
   bool verbose = false;
   bool quiet = false;
   // For `serve` (kept while serve moves to Session::live()): more fds for the run loop, and a
@@ -48,7 +51,8 @@ struct CountingOutcome {
 // asks for (see counting_session.hpp). Interval reports (-I) go to `intervals` as they are read.
 CountingOutcome run_counting(const CountingPlan& plan, ReportRenderer* intervals);
 
-// perf's wording of what was counted: "system wide", "CPU(s) 0-1", "'sleep 1'", ...
+// perf's wording of what was counted: "system wide", "CPU(s) 0-1", "sleep 1", "process id 42"
+// (-p, also with a command, which then only bounds the time), ...
 std::string describe_target(const CountingPlan& plan);
 
 }  // namespace pmcprof

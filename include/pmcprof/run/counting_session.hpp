@@ -80,6 +80,7 @@ class CountingSession : public CountingSessionBase {
   std::vector<CounterRow> rows(const Snapshot& snap) const override;
 
  private:
+  Aggregation how_;  // before set_: the target fills its thread names
   CounterSet set_;
   // A workload counted per task starts its counters itself, at exec (enable_on_exec).
   bool enabled_at_exec_ = false;

@@ -10,13 +10,14 @@
 
 namespace pmcprof {
 
-enum class StopReason { workload_exited, target_exited, timeout, signal };
+enum class StopReason { workload_exited, target_exited, timeout, interval_count, signal };
 
 struct RunLoopOptions {
-  std::optional<std::uint64_t> interval_ms;  // -I: call on_interval every interval
-  std::optional<std::uint64_t> timeout_ms;   // --timeout
-  int workload_pidfd = -1;                   // -- CMD: stop when it exits
-  int target_pidfd = -1;                     // -p PID: stop when it exits
+  std::optional<std::uint64_t> interval_ms;     // -I: call on_interval every interval
+  std::optional<std::uint64_t> interval_count;  // --interval-count: stop after this many
+  std::optional<std::uint64_t> timeout_ms;      // --timeout
+  int workload_pidfd = -1;                      // -- CMD: stop when it exits
+  int target_pidfd = -1;                        // -p PID: stop when it exits
   // Extra fds to service while waiting (e.g. the per-call stream's epoll fd).
   struct Reader {
     int fd = -1;

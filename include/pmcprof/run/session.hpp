@@ -21,9 +21,10 @@ using LiveReport = std::variant<CountingReport, FunctionReport>;
 // How a run ended, for the session's final report.
 struct RunEnd {
   StopReason why = StopReason::signal;
-  std::uint64_t start_ns = 0;      // CLOCK_MONOTONIC when counting started
-  std::uint64_t end_ns = 0;        // ... and stopped
-  std::optional<int> exit_status;  // the workload's shell-style status, once reaped
+  std::uint64_t start_ns = 0;                    // CLOCK_MONOTONIC when counting started
+  std::uint64_t end_ns = 0;                      // ... and stopped
+  std::optional<int> exit_status;                // the workload's shell-style status, once reaped
+  std::optional<std::uint64_t> user_ns, sys_ns;  // the workload's CPU time (rusage), once reaped
   bool interrupted() const { return why == StopReason::signal; }
 };
 
@@ -58,6 +59,7 @@ struct RunControl {
   std::optional<pid_t> pid;          // -p: the run ends when the process exits
   std::optional<pid_t> tid;          // -t: ... when the thread exits
   std::optional<std::uint64_t> interval_ms;
+  std::optional<std::uint64_t> interval_count;
   std::optional<std::uint64_t> timeout_ms;
   std::vector<RunLoopOptions::Reader> readers;  // more fds to service (serve's listener)
 };

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -75,8 +76,14 @@ class Workload {
   // Returns its shell-style status.
   int finish(bool exited, int sig = SIGTERM);
   const std::string& command_line() const { return command_line_; }
+  // The child's resource usage (CPU times), once it was reaped.
+  std::optional<struct rusage> rusage() const {
+    return reaped_ ? std::optional(rusage_) : std::nullopt;
+  }
 
  private:
+  // waitpid with the child's rusage; returns waitpid's result.
+  pid_t wait_child(int* status, int options);
   Workload() = default;
   void signal_group(int sig) const;
   bool group_gone() const;
@@ -87,6 +94,7 @@ class Workload {
   Fd guard_pipe_;  // write end: one byte tells the guard the group is ended; EOF arms it
   bool reaped_ = false;
   int status_ = 0;
+  struct rusage rusage_ {};
   Fd pidfd_;
   Fd go_pipe_;   // parent's write end: one byte releases the child
   Fd err_pipe_;  // parent's read end: the child's errno when exec fails, EOF on success

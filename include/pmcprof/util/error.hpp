@@ -8,7 +8,8 @@ namespace pmcprof {
 // Exit codes (documented in man/pmcprof.1).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // runtime failure (kernel refused, I/O error)
-inline constexpr int kExitUsage = 2;    // bad flags, bad event names, bad targets
+inline constexpr int kExitUsage = 129;  // bad flags, bad event names, bad targets (as perf)
+inline constexpr int kExitGroup = 255;  // a group that cannot be counted (as perf)
 inline constexpr int kExitNotExecutable = 126;
 inline constexpr int kExitNotFound = 127;  // command not found, like a shell
 
@@ -27,7 +28,7 @@ class Error : public std::runtime_error {
   int exit_code_;
 };
 
-// Caused by what the user asked for: bad flags, names, targets (exit 2 unless said otherwise,
+// Caused by what the user asked for: bad flags, names, targets (exit 129 unless said otherwise,
 // e.g. an attach the kernel refuses for a target the user named exits 1).
 class UserError : public Error {
  public:
