@@ -408,7 +408,9 @@ class Arch:
 X86_64 = Arch(
     name="x86_64", deb_arch="amd64", qemu="qemu-system-x86_64", qemu_package="qemu-system-x86",
     machine=["-machine", "q35", "-cpu", "max"], console="ttyS0",
-    append="mitigations=off no_timer_check", default_cpus=2, max_cpus=None,
+    # preempt=full (Debian's 6.1 is PREEMPT_DYNAMIC): uprobe programs can then be preempted
+    # mid-call, which the function-mode test's phase 4 needs.
+    append="mitigations=off no_timer_check preempt=full", default_cpus=2, max_cpus=None,
     # insmod order: each after what it depends on (from TESTBED.md, checked against modinfo).
     modules=["virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev",
              "virtio_pci", "9pnet", "9pnet_virtio", "netfs", "fscache", "9p"],

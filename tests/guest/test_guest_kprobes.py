@@ -25,6 +25,10 @@ phase, with no pmcprof left running, nothing of pmcprof may remain in the kernel
      fentry nor, on Debian's kernel, kprobes can attach): a non-zero exit and one clear line
      (+ HINT) each, the line naming the function and the reason; `pmcprof doctor --json`:
      kprobes yes, fentry yes, hardware_pmu no.
+  4. the kernel is booted with preempt=full: uprobe calls of a tiny function pinned to one
+     CPU beside a CPU-bound competitor (so calls are preempted mid-probe), both aggregations:
+     every call accounted, no on-CPU or task-clock time of a second or more (a wrapped sum),
+     on-CPU never above wall, and some calls seen preempted (slept > 0: the case was exercised).
 Leftover check after each phase: /sys/kernel/tracing/kprobe_events empty, no kprobe on the
 probed functions in /sys/kernel/debug/kprobes/list, no BPF program named like pmcprof's
 (func_entry, func_exit, func_fentry, func_fexit, on_switch, on_fork, on_task_exit, ...) in
@@ -98,6 +102,8 @@ def host_main(args):
     log(f"guest kernel {prep.package} ({prep.vmlinux}); prepared in {t_prep:.1f} s")
     argv = ["/usr/bin/python3", os.path.abspath(__file__), "--in-guest", "--pmcprof", pmcprof,
             "--tcp-pair", tcp_pair]
+    if args.workloads:
+        argv += ["--workloads", os.path.abspath(args.workloads)]
     res = guest.run_test_boot(cache, argv, args.timeout, cpus=2)
     sys.stdout.write(res.output)
     log(f"guest: qemu ran {res.boot_s:.1f} s (boot + tests + power-off); "
@@ -584,6 +590,62 @@ def phase3(tmp):
     check_no_leftovers("SIGKILL (kprobe), error exits and doctor")
 
 
+def preempt_model():
+    try:
+        text = read("/sys/kernel/debug/sched/preempt")
+    except OSError:
+        return None
+    m = re.search(r"\((\w+)\)", text)
+    return m.group(1) if m else None
+
+
+def phase4(tmp):
+    t = phase("phase 4: uprobe calls preempted on a fully preemptible kernel")
+    model = preempt_model()
+    log(f"  preemption model: {model}")
+    if not F.check(model == "full", "the kernel runs with preempt=full", f"got {model!r}"):
+        return
+    if not ARGS.workloads:
+        F.check(False, "--workloads given", "the host passes its workloads directory")
+        return
+    nest, burn = (os.path.join(ARGS.workloads, w) for w in ("func_nest", "burn"))
+    n = 20000
+    competitor = subprocess.Popen(["taskset", "-c", "0", burn, "60000"],
+                                  stdout=subprocess.DEVNULL)
+    try:
+        run = func_stat("preempted", f"{nest}:tiny", ["taskset", "-c", "0", nest, "busy", str(n)],
+                        extra=("--aggregate", "both"), tmp=tmp)
+        ok = check_exit_ok(run, 400)
+    finally:
+        competitor.kill()
+        competitor.wait()
+    reports = run.reports() if ok else []
+    if not F.check(len(reports) == 2, "preempted: a report with kernel_view", run.summary()):
+        return
+    for agg, report in zip(("stream", "kernel"), reports):
+        rows = [f for f in report.get("functions", []) if f.get("function", "").endswith(":tiny")]
+        if not F.check(len(rows) == 1, f"preempted [{agg}]: one tiny row"):
+            continue
+        row = rows[0]
+        oncpu, wall = row.get("oncpu", {}), row.get("wall", {})
+        tc = row.get("events", {}).get("task-clock", {})
+        log(f"  [{agg}] calls={row.get('calls')} not_aggregated={row.get('not_aggregated')} "
+            f"slept={row.get('slept')} on-CPU max={oncpu.get('max')} ns total={oncpu.get('total')} "
+            f"wall max={wall.get('max')} ns total={wall.get('total')} task-clock max={tc.get('max')}")
+        F.check(row.get("calls", 0) + row.get("not_aggregated", 0) == n,
+                f"preempted [{agg}]: calls + not aggregated == {n}", json.dumps(row)[:300])
+        F.check(isinstance(oncpu.get("max"), (int, float)) and oncpu["max"] < 10**9,
+                f"preempted [{agg}]: on-CPU max under a second (no wrap)", f"{oncpu}")
+        F.check(isinstance(tc.get("max"), (int, float)) and tc["max"] < 10**9,
+                f"preempted [{agg}]: task-clock max under a second (no wrap)", f"{tc}")
+        F.check(oncpu.get("total", 1) <= wall.get("total", 0),
+                f"preempted [{agg}]: on-CPU total <= wall total", f"{oncpu} {wall}")
+        F.check(row.get("slept", 0) > 0, f"preempted [{agg}]: some calls were preempted",
+                f"slept {row.get('slept')}")
+    log(f"  phase 4 took {time.monotonic() - t:.1f} s in the emulator")
+    check_no_leftovers("the preempted uprobe run")
+
+
 def guest_main(args):
     global ARGS
     ARGS = args
@@ -595,7 +657,7 @@ def guest_main(args):
         return 1
     with tempfile.TemporaryDirectory(prefix="pmcprof-guest-") as tmp:
         check_no_leftovers("boot (baseline)")
-        for ph in (phase1, phase2, phase3):
+        for ph in (phase1, phase2, phase3, phase4):
             try:
                 ph(tmp)
             except Exception:  # a bug in a phase must not hide the others
@@ -610,7 +672,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pmcprof", required=True)
     ap.add_argument("--cache", help="guest cache directory (host side)")
-    ap.add_argument("--workloads", help="ignored (ctest passes it to every runtime test)")
+    ap.add_argument("--workloads", help="the build's workloads (phase 4 runs func_nest and burn)")
     ap.add_argument("--timeout", type=float, default=540,
                     help="seconds the whole guest run may take before it is killed")
     ap.add_argument("--in-guest", action="store_true", help=argparse.SUPPRESS)

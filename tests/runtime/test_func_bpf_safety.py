@@ -176,7 +176,7 @@ class SafetyTest(unittest.TestCase):
     def test_probe_path_functions_refused(self):
         for name in ("perf_event_read_local", "bpf_perf_event_read_value", "ktime_get_mono_fast_ns"):
             p = t.run_pmcprof(["stat", "-a", "--timeout", "100", "--func", name])
-            t.assert_clean_error(self, p, exit_code=2, mentions=(name, "pmcprof"))
+            t.assert_clean_error(self, p, exit_code=129, mentions=(name, "pmcprof"))
 
 
 if __name__ == "__main__":
