@@ -8,18 +8,8 @@
 // clang-format on
 
 #include "pmcprof.h"
+#include "counters.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
-
-const volatile __u32 n_events = 0;
-const volatile __u32 n_cpus = 1;
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-  __uint(key_size, sizeof(__u32));
-  __uint(value_size, sizeof(__u32));
-  __uint(max_entries, 1); /* resized by the loader: n_events * n_cpus, slot = event * n_cpus + cpu */
-} counters SEC(".maps");
 
 struct pmcprof_snapshot snapshot = {};
 

@@ -40,6 +40,7 @@
 // clang-format on
 
 #include "pmcprof.h"
+#include "counters.bpf.h"
 
 #if defined(__TARGET_ARCH_arm64) && !defined(PMCPROF_HAVE_USER_PT_REGS)
 /* The cross build compiles against the build host's vmlinux.h (x86), which lacks arm64's
@@ -53,10 +54,6 @@ struct user_pt_regs {
 } __attribute__((preserve_access_index));
 #endif
 
-char LICENSE[] SEC("license") = "GPL";
-
-const volatile __u32 n_events = 0;
-const volatile __u32 n_cpus = 1;
 const volatile __u32 agg_mode = PMCPROF_AGG_STREAM;
 const volatile bool use_task_storage = true; /* else the preallocated `threads_hash` */
 const volatile bool follow_tgids = false;    /* count only tgids in `tracked` (and their forks) */
@@ -80,13 +77,6 @@ const volatile __u32 n_filter_cgroups = 0;
  * its ancestor at the filter cgroup's level is that cgroup. */
 const volatile __u64 filter_cgroup_ids[PMCPROF_MAX_FILTER_CGROUPS] = {};
 const volatile __u32 filter_cgroup_levels[PMCPROF_MAX_FILTER_CGROUPS] = {};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-  __uint(key_size, sizeof(__u32));
-  __uint(value_size, sizeof(__u32));
-  __uint(max_entries, 1); /* n_events * n_cpus, slot = event * n_cpus + cpu */
-} counters SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);

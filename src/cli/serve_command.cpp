@@ -101,13 +101,6 @@ void validate_serve(const ServeOptions& opts) {
                     "see 'pmcprof serve --help'");
 }
 
-// Wraps a mode's typed live function into the feed's source (empty: not live).
-template <typename Report>
-LiveFeed::Source source_of(std::function<Report()> live) {
-  if (!live) return {};
-  return [live = std::move(live)] { return LiveReport(live()); };
-}
-
 }  // namespace
 
 int run_serve_command(const ServeOptions& opts) {
@@ -147,17 +140,13 @@ int run_serve_command(const ServeOptions& opts) {
     // Lossless cumulative sums in the kernel, unless a breakdown needs the stream.
     if (plan.aggregate == AggregateChoice::both) plan.aggregate = AggregateChoice::kernel;
     plan.readers.push_back(feed.reader());
-    plan.on_live = [&](std::function<FunctionReport()> live) {
-      feed.set_source(source_of(std::move(live)));
-    };
+    plan.on_live = [&](LiveFeed::Source live) { feed.set_source(std::move(live)); };
     run_function_mode(plan, nullptr);
     return kExitOk;
   }
   CountingPlan plan = make_counting_plan(stat, std::move(groups));
   plan.readers.push_back(feed.reader());
-  plan.on_live = [&](std::function<CountingReport()> live) {
-    feed.set_source(source_of(std::move(live)));
-  };
+  plan.on_live = [&](LiveFeed::Source live) { feed.set_source(std::move(live)); };
   run_counting(plan, nullptr);
   return kExitOk;
 }

@@ -1,4 +1,5 @@
 // Function-mode renderers: one model (FunctionReport), text / CSV / JSON.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -112,15 +113,19 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
       out << "   " << format_grouped(static_cast<double>(*f.open), 0)
           << (*f.open == 1 ? " start" : " starts") << " never ended (not measured)\n";
     if (!f.backend_note.empty()) out << "   (" << f.backend_note << ")\n";
-    out << "   " << pad_right("", 20) << pad_left("total", 16) << pad_left("mean/call", 16)
+    // The label column fits the longest event name (model events such as
+    // arm_ac57::INST_RETIRED:u are longer than the 20 columns that suit the rest).
+    std::size_t label = 20;
+    for (const auto& e : f.events) label = std::max(label, esc(e.event).size() + 2);
+    out << "   " << pad_right("", label) << pad_left("total", 16) << pad_left("mean/call", 16)
         << pad_left("p50", 14) << pad_left("p90", 14) << pad_left("p99", 14) << pad_left("min", 14)
         << pad_left("max", 14) << "\n";
     const std::uint64_t counted = f.calls - f.not_counted;
     for (const auto& e : f.events)
-      out << "   " << pad_right(esc(e.event), 20) << dist_cells(e.per_call, e.unit, counted)
+      out << "   " << pad_right(esc(e.event), label) << dist_cells(e.per_call, e.unit, counted)
           << "\n";
-    out << "   " << pad_right("wall time", 20) << dist_cells(f.wall, "ns", f.calls) << "\n";
-    out << "   " << pad_right("on-CPU time", 20) << dist_cells(f.oncpu, "ns", counted) << "\n";
+    out << "   " << pad_right("wall time", label) << dist_cells(f.wall, "ns", f.calls) << "\n";
+    out << "   " << pad_right("on-CPU time", label) << dist_cells(f.oncpu, "ns", counted) << "\n";
     if (auto m = func_metric(f)) {
       char buf[64];
       std::snprintf(buf, sizeof(buf), "   # %.3f %s\n", m->value, m->unit.c_str());

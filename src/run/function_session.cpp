@@ -493,14 +493,6 @@ void FunctionSession::start() {
   State& s = *st_;
   s.start_ns = s.previous_ns = monotonic_ns();
   s.live = true;
-  if (s.plan.on_live)
-    s.plan.on_live([this] {
-      State& st = *st_;
-      FunctionReport r = st.main_view(st.object.read_func_stats());
-      r.elapsed_ns = monotonic_ns() - st.start_ns;
-      r.timestamp_unix_ns = realtime_ns();
-      return r;
-    });
 }
 
 std::vector<RunLoopOptions::Reader> FunctionSession::readers() {
@@ -519,7 +511,6 @@ std::vector<RunLoopOptions::Reader> FunctionSession::readers() {
                        st_->object.read_aggregates();
                    }});
   }
-  for (const auto& r : st_->plan.readers) out.push_back(r);
   return out;
 }
 
@@ -537,7 +528,6 @@ LiveReport FunctionSession::live() {
 
 void FunctionSession::stop() {
   State& s = *st_;
-  if (s.plan.on_live) s.plan.on_live({});
   s.live = false;
   // Probes first, so no call is half-recorded; then the stream, so what the kernel sent is
   // in; then the counters. The last stretch since a tick is an interval too, so the
@@ -574,6 +564,8 @@ FunctionOutcome run_function_mode(const FunctionPlan& plan, FuncReportRenderer* 
   control.pid = plan.pid;
   control.interval_ms = plan.interval_ms;
   control.timeout_ms = plan.timeout_ms;
+  control.readers = plan.readers;
+  control.on_live = plan.on_live;
   Run run(control, signals);
   FunctionSession session(plan, run.workload(), intervals);
   run.drive(session);

@@ -1,5 +1,7 @@
 #include "pmcprof/run/session.hpp"
 
+#include <utility>
+
 #include "pmcprof/platform/system.hpp"
 
 namespace pmcprof {
@@ -19,6 +21,17 @@ RunEnd Run::drive(Session& session) {
   RunEnd end;
   session.start();
   end.start_ns = monotonic_ns();
+  // serve reads live() only between start() and stop(), however the loop ends.
+  struct LiveScope {
+    const LiveSink* sink;
+    LiveScope(const LiveSink& s, Session& session) : sink(s ? &s : nullptr) {
+      if (sink) (*sink)([&session] { return session.live(); });
+    }
+    ~LiveScope() { end(); }
+    void end() {
+      if (const LiveSink* s = std::exchange(sink, nullptr)) (*s)({});
+    }
+  } live(control_.on_live, session);
   if (workload_) workload_->start();
 
   RunLoopOptions loop_opts;
@@ -36,6 +49,7 @@ RunEnd Run::drive(Session& session) {
 
   // Measuring ends here: tearing probes down afterwards is not part of the elapsed time.
   end.end_ns = monotonic_ns();
+  live.end();
   session.stop();
   if (workload_) {
     end.exit_status = workload_->finish(end.why == StopReason::workload_exited, loop.stop_signal());

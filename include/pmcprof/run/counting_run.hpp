@@ -14,6 +14,7 @@
 #include "pmcprof/report/render.hpp"
 #include "pmcprof/report/report.hpp"
 #include "pmcprof/run/run_loop.hpp"
+#include "pmcprof/run/session.hpp"
 
 namespace pmcprof {
 
@@ -35,11 +36,10 @@ struct CountingPlan {
   std::vector<MetricRequest> metrics;  // -M: computed on every report from their groups' rows
   bool verbose = false;
   bool quiet = false;
-  // For `serve` (kept while serve moves to Session::live()): more fds for the run loop, and a
-  // callback given a function that returns the counts so far once counting is live (and an
-  // empty function when it stops).
+  // For `serve`: more fds for the run loop, and the sink Run::drive hands the session's live()
+  // while counting (see LiveSink).
   std::vector<RunLoopOptions::Reader> readers;
-  std::function<void(std::function<CountingReport()>)> on_live;
+  LiveSink on_live;
 };
 
 struct CountingOutcome {

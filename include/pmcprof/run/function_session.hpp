@@ -46,7 +46,7 @@ struct FunctionPlan {
   std::vector<Cgroup> filter_cgroups;  // -G: only calls from tasks in these (or below)
   // For `serve`, as in CountingPlan.
   std::vector<RunLoopOptions::Reader> readers;
-  std::function<void(std::function<FunctionReport()>)> on_live;
+  LiveSink on_live;
 };
 
 struct FunctionOutcome {

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -17,6 +18,10 @@ namespace pmcprof {
 
 // What a run's totals look like while it runs (serve's /metrics page is built from this).
 using LiveReport = std::variant<CountingReport, FunctionReport>;
+
+// serve's hook: given a function returning the live totals once counting has started, and an
+// empty one before counting stops (the function must not be called after that).
+using LiveSink = std::function<void(std::function<LiveReport()>)>;
 
 // How a run ended, for the session's final report.
 struct RunEnd {
@@ -62,6 +67,7 @@ struct RunControl {
   std::optional<std::uint64_t> interval_count;
   std::optional<std::uint64_t> timeout_ms;
   std::vector<RunLoopOptions::Reader> readers;  // more fds to service (serve's listener)
+  LiveSink on_live;                             // serve: the session's live() while counting
 };
 
 // Drives any Session: the workload (forked in the constructor, so counters can be opened on
