@@ -393,8 +393,9 @@ std::vector<TracepointField> parse_tracepoint_format(const std::string& text) {
       };
       int sign = 0;
       if (starts_with(item, "field:")) {
-        std::string decl(item.substr(6));
-        if (auto br = decl.find('['); br != std::string::npos) decl = decl.substr(0, br);
+        std::string decl(trim(item.substr(6)));
+        // "char comm[16]": the name's array size; "__data_loc char[] name": the type's.
+        if (!decl.empty() && decl.back() == ']') decl = decl.substr(0, decl.rfind('['));
         decl = std::string(trim(decl));
         const auto sp = decl.find_last_of(" *");
         f.name = sp == std::string::npos ? decl : decl.substr(sp + 1);

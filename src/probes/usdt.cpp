@@ -63,6 +63,13 @@ int arm64_reg_offset(std::string_view name) {
   return static_cast<int>(n * 8);
 }
 
+// A register as the spec wrote it, for a message: as is when short and printable, else quoted
+// and cut.
+std::string reg_text(std::string_view prefix, std::string_view name) {
+  const std::string s = std::string(prefix) + std::string(name);
+  return s.size() <= 16 && escape_bytes(s) == s ? s : quote(s, 16);
+}
+
 [[noreturn]] void bad_spec(std::string_view spec, const std::string& why) {
   throw UserError("USDT argument spec " + quote(std::string(spec)) + " is not supported: " + why,
                   kSpecHint);
@@ -101,12 +108,12 @@ void parse_displacement(std::string_view text, std::string_view spec, UsdtArg& a
       neg = text[i] == '-';
       ++i;
     } else if (i != 0) {
-      bad_spec(spec, "cannot read the displacement " + quote(std::string(text)));
+      bad_spec(spec, "cannot read the displacement " + quote(text, 24));
     }
     std::size_t j = i;
     while (j < text.size() && text[j] != '+' && text[j] != '-') ++j;
     const std::string_view term = text.substr(i, j - i);
-    if (term.empty()) bad_spec(spec, "cannot read the displacement " + quote(std::string(text)));
+    if (term.empty()) bad_spec(spec, "cannot read the displacement " + quote(text, 24));
     if (auto n = parse_int(term)) {
       arg.value += neg ? -*n : *n;
     } else if (!neg && arg.symbol.empty() &&
@@ -114,7 +121,7 @@ void parse_displacement(std::string_view text, std::string_view spec, UsdtArg& a
                !std::isdigit(static_cast<unsigned char>(term[0]))) {
       arg.symbol = std::string(term);
     } else {
-      bad_spec(spec, "cannot read the displacement " + quote(std::string(text)));
+      bad_spec(spec, "cannot read the displacement " + quote(text, 24));
     }
     i = j;
   }
@@ -134,7 +141,7 @@ void parse_x86_operand(std::string_view op, std::string_view spec, UsdtArg& arg)
     if (arg.reg == "ah" || arg.reg == "bh" || arg.reg == "ch" || arg.reg == "dh")
       bad_spec(spec, "a high-byte register");
     arg.reg_offset = x86_reg_offset(arg.reg);
-    if (arg.reg_offset < 0) bad_spec(spec, "unknown register %" + arg.reg);
+    if (arg.reg_offset < 0) bad_spec(spec, "unknown register " + reg_text("%", arg.reg));
     if (arg.reg_offset == kX86IpOffset) bad_spec(spec, "the instruction pointer as a value");
     arg.kind = UsdtArg::Kind::reg;
     return;
@@ -151,7 +158,7 @@ void parse_x86_operand(std::string_view op, std::string_view spec, UsdtArg& arg)
     arg.index = parts[0].substr(1);
     arg.index_offset = x86_reg_offset(arg.index);
     if (arg.index_offset < 0 || arg.index_offset == kX86IpOffset)
-      bad_spec(spec, "unknown index register %" + arg.index);
+      bad_spec(spec, "unknown index register " + reg_text("%", arg.index));
     arg.scale = 1;
     if (parts.size() == 2) {
       auto sc = parse_int(parts[1]);
@@ -164,7 +171,7 @@ void parse_x86_operand(std::string_view op, std::string_view spec, UsdtArg& arg)
   if (inside.empty() || inside[0] != '%') bad_spec(spec, "no base register");
   arg.reg = std::string(inside.substr(1));
   arg.reg_offset = x86_reg_offset(arg.reg);
-  if (arg.reg_offset < 0) bad_spec(spec, "unknown register %" + arg.reg);
+  if (arg.reg_offset < 0) bad_spec(spec, "unknown register " + reg_text("%", arg.reg));
   parse_displacement(op.substr(0, open), spec, arg);
   if (arg.reg_offset == kX86IpOffset) {
     if (arg.symbol.empty()) bad_spec(spec, "an address relative to %rip without a symbol");
@@ -172,7 +179,7 @@ void parse_x86_operand(std::string_view op, std::string_view spec, UsdtArg& arg)
     arg.kind = UsdtArg::Kind::ip_relative;
     return;
   }
-  if (!arg.symbol.empty()) bad_spec(spec, "a symbol added to %" + arg.reg);
+  if (!arg.symbol.empty()) bad_spec(spec, "a symbol added to " + reg_text("%", arg.reg));
   arg.kind = UsdtArg::Kind::deref;
 }
 
@@ -189,10 +196,10 @@ void parse_arm64_operand(std::string_view op, std::string_view spec, UsdtArg& ar
     }
     arg.reg = std::string(trim(reg));
     arg.reg_offset = arm64_reg_offset(arg.reg);
-    if (arg.reg_offset < 0) bad_spec(spec, "unknown register " + arg.reg);
+    if (arg.reg_offset < 0) bad_spec(spec, "unknown register " + reg_text("", arg.reg));
     if (!disp.empty()) {
       auto v = parse_int(disp);
-      if (!v) bad_spec(spec, "cannot read the offset " + quote(std::string(disp)));
+      if (!v) bad_spec(spec, "cannot read the offset " + quote(disp, 24));
       arg.value = *v;
     }
     arg.kind = UsdtArg::Kind::deref;
@@ -205,7 +212,7 @@ void parse_arm64_operand(std::string_view op, std::string_view spec, UsdtArg& ar
   }
   arg.reg = std::string(op);
   arg.reg_offset = arm64_reg_offset(arg.reg);
-  if (arg.reg_offset < 0) bad_spec(spec, "unknown register " + arg.reg);
+  if (arg.reg_offset < 0) bad_spec(spec, "unknown register " + reg_text("", arg.reg));
   arg.kind = UsdtArg::Kind::reg;
 }
 
