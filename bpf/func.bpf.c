@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Function mode: counters per call of a function (kprobe/kretprobe, fentry/fexit, uprobe/
- * uretprobe, or a syscall's enter/exit tracepoints).
+ * uretprobe, or a syscall's enter/exit tracepoints), per region between two probes (USDT,
+ * uprobes, kprobes, tracepoints: an entry program at the start, an exit program at the end,
+ * with the same function id), and hits of single probes.
  *
  * Per thread, a virtual counter V per event only advances while the thread is on a CPU:
  * V = acc + normalized(read_now - segment_start). The sched_switch hook folds the running
@@ -23,7 +25,10 @@
  *    another one mid-update does not touch it, and counts that it could not;
  *  - counter reads use bpf_perf_event_read_value: errors are out of band, and a failed read
  *    flags the call (READ_ERROR) and keeps that event from measuring it;
- *  - pmcprof's own process is never counted (except its calibration calls).
+ *  - pmcprof's own process is never counted (except its calibration calls);
+ *  - a region's frame is never taken for gone by the stack pointer, and an end takes only its
+ *    own region's frame: regions may nest (Python functions) and overlap (a query and its
+ *    transaction); a function's frame above a finished one is abandoned, a region's stays.
  *
  * Every map is sized by the loader before load; maps a run does not need are not created
  * (their code is dead for the verifier: rodata switches). */
@@ -53,7 +58,11 @@ const volatile __u32 agg_mode = PMCPROF_AGG_STREAM;
 const volatile bool use_task_storage = true; /* else the preallocated `threads_hash` */
 const volatile bool follow_tgids = false;    /* count only tgids in `tracked` (and their forks) */
 const volatile bool sched_hook = true;       /* suspend/resume in-flight calls at sched_switch */
-const volatile bool agg_by_cgroup = false;   /* kernel aggregation keyed by cgroup too */
+const volatile bool agg_keyed = false;       /* kernel aggregation in the keyed hashes ... */
+const volatile bool agg_by_cgroup = false;   /* ... keyed by cgroup (--by cgroup) */
+const volatile __u32 n_key_args = 0;         /* --by argN: arguments read at a start */
+const volatile __u32 max_keys = 0;           /* --by argN: keys per function in the kernel's sums */
+const volatile bool count_entries = false;   /* regions: starts and matched ends counted */
 const volatile bool need_cgroup_id = false;  /* records carry the cgroup (--by cgroup) */
 const volatile bool need_comm = false;       /* records carry the command name (--by comm) */
 const volatile __u32 clock_events = 0;       /* bit i: event i is the on-CPU time (ns) */
@@ -79,6 +88,8 @@ struct {
 struct frame {
   __u32 func_id;
   __u32 entry_cpu;
+  __u32 region; /* a region's start (else a call) */
+  __u32 pad;
   __u64 sp; /* stack pointer at entry (0: unknown): a later entry at or above it means this
                frame was left without a return (longjmp) */
   __u64 wall_start;
@@ -91,6 +102,14 @@ struct frame {
   __u32 gaps[PMCPROF_MAX_EVENTS];
   __u32 runs[PMCPROF_MAX_EVENTS];
   __u64 v_start[PMCPROF_MAX_EVENTS];
+  struct pmcprof_key key; /* --by argN, read at the start */
+};
+
+/* All readings of one moment: every event read back to back, so that each event's window
+ * holds the same probe work (read all, then update). */
+struct readings {
+  struct bpf_perf_event_value v[PMCPROF_MAX_EVENTS];
+  __u32 failed; /* bit i: the read of event i failed */
 };
 
 struct thread_state {
@@ -110,6 +129,7 @@ struct thread_state {
   __u64 oncpu_acc;
   __u64 acc[PMCPROF_MAX_EVENTS];
   struct bpf_perf_event_value seg[PMCPROF_MAX_EVENTS];
+  struct readings rd; /* an exit's readings (here, not on its stack: the record is there) */
   struct frame frames[PMCPROF_MAX_DEPTH];
 };
 
@@ -161,34 +181,55 @@ struct {
   __uint(max_entries, 1);
 } hists SEC(".maps");
 
-/* ... and by function and cgroup (--by cgroup), preallocated to the keys the run allows. */
+/* ... and by function and key (--by cgroup, --by argN), preallocated to the keys the run
+ * allows. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
   __type(key, struct pmcprof_agg_key);
   __type(value, struct pmcprof_agg);
   __uint(max_entries, 1);
-} aggs_by_cgroup SEC(".maps");
+} aggs_keyed SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
   __type(key, struct pmcprof_agg_key);
   __type(value, struct hist);
   __uint(max_entries, 1);
-} hists_by_cgroup SEC(".maps");
+} hists_keyed SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct pmcprof_agg_key);
+  __uint(max_entries, 1);
+} agg_key SEC(".maps"); /* keyed: the key being summed (too large for the stack); per CPU,
+                           used under the aggregation guard only */
+
+/* --by argN: where each start point's arguments are (the slot in its cookie). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __type(key, __u32);
+  __type(value, struct pmcprof_key_spec);
+  __uint(max_entries, 1);
+} key_specs SEC(".maps");
+
+/* --by argN: keys each function has in the kernel's sums; past max_keys a call goes to the
+ * function's "other" key. */
+__u32 key_count[PMCPROF_MAX_FUNCS + 1] = {};
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __type(key, __u32);
   __type(value, struct hist);
   __uint(max_entries, 1);
-} zero_hist SEC(".maps"); /* by cgroup only: a zeroed histogram to insert */
+} zero_hist SEC(".maps"); /* keyed only: a zeroed histogram to insert */
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __type(key, __u32);
   __type(value, struct pmcprof_agg);
   __uint(max_entries, 1);
-} zero_agg SEC(".maps"); /* by cgroup only: too large for the BPF stack */
+} zero_agg SEC(".maps"); /* keyed only: too large for the BPF stack */
 
 struct agg_guard {
   __u64 busy; /* 64-bit: the BPF atomic exchange */
@@ -229,6 +270,8 @@ enum stat_field {
   STAT_STATE_FAILED,
   STAT_AGG_COLLISIONS,
   STAT_AGG_FULL,
+  STAT_ENTERED,
+  STAT_ENDED,
 };
 
 /* Counts a rare event of a function. A global function: verified once, not per call site. */
@@ -244,7 +287,9 @@ __attribute__((noinline)) int stat_inc(__u32 func_id, __u32 field) {
     case STAT_REENTERED: p = &s->reentered; break;
     case STAT_STATE_FAILED: p = &s->state_failed; break;
     case STAT_AGG_COLLISIONS: p = &s->agg_collisions; break;
-    default: p = &s->agg_full; break;
+    case STAT_AGG_FULL: p = &s->agg_full; break;
+    case STAT_ENTERED: p = &s->entered; break;
+    default: p = &s->ended; break;
   }
   __sync_fetch_and_add(p, 1);
   return 0;
@@ -272,13 +317,6 @@ static __always_inline struct thread_state *task_state(struct task_struct *task)
   if (use_task_storage) return bpf_task_storage_get(&threads, task, 0, 0);
   return hash_state(BPF_CORE_READ(task, pid), false);
 }
-
-/* All readings of one moment: every event read back to back, so that each event's window
- * holds the same probe work (read all, then update). */
-struct readings {
-  struct bpf_perf_event_value v[PMCPROF_MAX_EVENTS];
-  __u32 failed; /* bit i: the read of event i failed */
-};
 
 /* Global (noinline, non-static) functions below are verified once each, on their own: inlined
  * into every entry, exit and switch path their per-event branches would multiply the
@@ -403,6 +441,85 @@ static __always_inline bool wanted(__u32 tgid) {
   return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
 }
 
+/* ---- --by argN: keys from a start point's arguments ---- */
+
+/* Reads `size` bytes at addr (the probed process's memory, or the kernel's) into the low bytes
+ * of *v (little endian). */
+static __always_inline void read_sized(__u64 *v, __u8 size, const void *addr, bool user) {
+  *v = 0;
+  if (size == 8) {
+    if (user) bpf_probe_read_user(v, 8, addr); else bpf_probe_read_kernel(v, 8, addr);
+  } else if (size == 4) {
+    if (user) bpf_probe_read_user(v, 4, addr); else bpf_probe_read_kernel(v, 4, addr);
+  } else if (size == 2) {
+    if (user) bpf_probe_read_user(v, 2, addr); else bpf_probe_read_kernel(v, 2, addr);
+  } else {
+    if (user) bpf_probe_read_user(v, 1, addr); else bpf_probe_read_kernel(v, 1, addr);
+  }
+}
+
+static __always_inline void read_str(void *dst, __u32 size, const void *src, bool user) {
+  if (user)
+    bpf_probe_read_user_str(dst, size, src);
+  else
+    bpf_probe_read_kernel_str(dst, size, src);
+}
+
+/* Argument i of the key, from the 8 bytes of its register (or record field) `reg`: its value
+ * cut to its size and sign-extended, or the string at that value. A read that fails leaves
+ * zeros (an empty string, 0). */
+__attribute__((noinline)) int key_arg(const struct pmcprof_arg_spec *s, __u64 reg,
+                                      struct pmcprof_key *key, __u32 i) {
+  if (!s || !key) return 0;
+  __u64 v = s->kind == PMCPROF_ARG_CONST ? s->val : reg;
+  const bool user = s->user;
+  if (s->kind == PMCPROF_ARG_DEREF) read_sized(&v, s->size, (const void *)(reg + s->val), user);
+  switch (s->size) {
+    case 1: v = s->is_signed ? (__u64)(__s64)(__s8)v : (__u8)v; break;
+    case 2: v = s->is_signed ? (__u64)(__s64)(__s16)v : (__u16)v; break;
+    case 4: v = s->is_signed ? (__u64)(__s64)(__s32)v : (__u32)v; break;
+    default: break;
+  }
+  if (!s->is_string) {
+    if (n_key_args == 1 || i == 0)
+      key->q[0] = v;
+    else
+      key->q[PMCPROF_KEY_SIZE / 16] = v;
+    return 0;
+  }
+  if (n_key_args == 1)
+    read_str(&key->b[0], PMCPROF_KEY_SIZE, (const void *)v, user);
+  else if (i == 0)
+    read_str(&key->b[0], PMCPROF_KEY_SIZE / 2, (const void *)v, user);
+  else
+    read_str(&key->b[PMCPROF_KEY_SIZE / 2], PMCPROF_KEY_SIZE / 2, (const void *)v, user);
+  return 0;
+}
+
+/* The key of a start point: its arguments as its key spec (the slot in its cookie) says. */
+static __always_inline void capture_key(void *ctx, __u64 cookie, struct pmcprof_key *key) {
+  if (!n_key_args) return;
+  for (__u32 q = 0; q < PMCPROF_KEY_SIZE / 8; q++) key->q[q] = 0;
+  __u32 slot = (__u32)((cookie >> PMCPROF_COOKIE_SPEC_SHIFT) & PMCPROF_COOKIE_SPEC_MASK);
+  if (slot == 0) return;
+  slot -= 1;
+  const struct pmcprof_key_spec *ks = bpf_map_lookup_elem(&key_specs, &slot);
+  if (!ks) return;
+#pragma unroll
+  for (__u32 i = 0; i < PMCPROF_MAX_KEY_ARGS; i++) {
+    if (i >= n_key_args) break;
+    const struct pmcprof_arg_spec *s = &ks->arg[i];
+    __u64 reg = 0, idx = 0;
+    if (s->kind != PMCPROF_ARG_CONST)
+      bpf_probe_read_kernel(&reg, sizeof(reg), (const char *)ctx + s->reg_off);
+    if (s->kind == PMCPROF_ARG_DEREF && s->scale) {
+      bpf_probe_read_kernel(&idx, sizeof(idx), (const char *)ctx + s->idx_off);
+      reg += idx * s->scale;
+    }
+    key_arg(s, reg, key, i);
+  }
+}
+
 /* ---- entry and exit ---- */
 
 /* Frames the thread has left without returning: a new entry whose stack pointer is above
@@ -424,7 +541,10 @@ __attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u64 sp, __
   return 0;
 }
 
-static __always_inline int on_entry(__u32 func_id, __u64 sp) {
+static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
+  const __u32 func_id = (__u32)cookie;
+  const bool region = cookie & PMCPROF_COOKIE_REGION;
+  if (region) sp = 0;
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tgid = id >> 32, tid = (__u32)id;
   /* pmcprof's own calls count only as calibration calls, and calibration calls only from
@@ -459,8 +579,11 @@ static __always_inline int on_entry(__u32 func_id, __u64 sp) {
   struct frame *f = &t->frames[depth & (PMCPROF_MAX_DEPTH - 1)];
   f->func_id = func_id;
   f->entry_cpu = cpu;
+  f->region = region;
   f->sp = sp;
   f->cgroup_id = need_cgroup_id ? bpf_get_current_cgroup_id() : 0;
+  capture_key(ctx, cookie, &f->key);
+  if (count_entries) stat_inc(func_id, STAT_ENTERED);
   /* Readings last, so the probe's own work before them is not charged to the call. */
   struct readings r;
   read_all(&r, cpu);
@@ -489,7 +612,9 @@ static __always_inline int on_entry(__u32 func_id, __u64 sp) {
 }
 
 static __always_inline void emit(void *ctx, struct pmcprof_record *rec) {
-  __u64 size = PMCPROF_RECORD_HEADER_SIZE + (__u64)n_events * sizeof(__u64);
+  /* With a key, every delta slot is sent and the key after them. */
+  __u64 size = n_key_args ? sizeof(*rec)
+                          : PMCPROF_RECORD_HEADER_SIZE + (__u64)n_events * sizeof(__u64);
   if (size > sizeof(*rec)) size = sizeof(*rec);
   if (bpf_perf_event_output(ctx, &records, BPF_F_CURRENT_CPU, rec, size) != 0)
     stat_inc(rec->func_id, STAT_LOST);
@@ -504,35 +629,53 @@ static __always_inline __u64 bucket_of(__u64 v) {
   return b;
 }
 
-static __always_inline struct hist *hist_of(__u32 func_id, __u32 h, __u64 cgroup_id) {
-  if (!agg_by_cgroup) {
+/* A histogram of the call being summed: by function (k NULL), or under the keyed key k. */
+static __always_inline struct hist *hist_of(__u32 func_id, __u32 h, struct pmcprof_agg_key *k) {
+  if (!k) {
     __u32 key = func_id * n_hists + h;
     return bpf_map_lookup_elem(&hists, &key);
   }
-  struct pmcprof_agg_key key = {.func_id = func_id, .hist = h, .cgroup_id = cgroup_id};
-  struct hist *hp = bpf_map_lookup_elem(&hists_by_cgroup, &key);
+  k->hist = (__u16)h;
+  struct hist *hp = bpf_map_lookup_elem(&hists_keyed, k);
   if (hp) return hp;
   __u32 zero = 0;
   struct hist *z = bpf_map_lookup_elem(&zero_hist, &zero);
   if (!z) return NULL;
-  bpf_map_update_elem(&hists_by_cgroup, &key, z, BPF_NOEXIST);
-  return bpf_map_lookup_elem(&hists_by_cgroup, &key);
+  bpf_map_update_elem(&hists_keyed, k, z, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&hists_keyed, k);
 }
 
-static __always_inline void hist_add(__u32 func_id, __u32 h, __u64 cgroup_id, __u64 v) {
-  struct hist *hp = hist_of(func_id, h, cgroup_id);
+static __always_inline void hist_add(__u32 func_id, __u32 h, struct pmcprof_agg_key *k, __u64 v) {
+  struct hist *hp = hist_of(func_id, h, k);
   if (hp) hp->bucket[bucket_of(v)]++;
 }
 
-static __always_inline struct pmcprof_agg *agg_of(__u32 func_id, __u64 cgroup_id) {
-  if (!agg_by_cgroup) return bpf_map_lookup_elem(&aggs, &func_id);
-  struct pmcprof_agg_key key = {.func_id = func_id, .cgroup_id = cgroup_id};
-  struct pmcprof_agg *a = bpf_map_lookup_elem(&aggs_by_cgroup, &key);
+/* The sums of key k (hist 0), created when new. --by argN: a function keeps at most max_keys
+ * keys; the calls of further keys are summed under its "other" key (k is changed to it). */
+static __always_inline struct pmcprof_agg *keyed_agg(struct pmcprof_agg_key *k) {
+  struct pmcprof_agg *a = bpf_map_lookup_elem(&aggs_keyed, k);
   if (a) return a;
   __u32 zero = 0;
   struct pmcprof_agg *z = bpf_map_lookup_elem(&zero_agg, &zero);
-  if (!z || bpf_map_update_elem(&aggs_by_cgroup, &key, z, BPF_NOEXIST) != 0) return NULL;
-  return bpf_map_lookup_elem(&aggs_by_cgroup, &key);
+  if (!z) return NULL;
+  const __u32 fid = k->func_id;
+  if (max_keys && fid < PMCPROF_MAX_FUNCS) {
+    if (__sync_fetch_and_add(&key_count[fid], 1) >= max_keys) {
+      __sync_fetch_and_add(&key_count[fid], -1);
+      k->other = 1;
+      for (__u32 q = 0; q < PMCPROF_KEY_SIZE / 8; q++) k->key.q[q] = 0;
+      a = bpf_map_lookup_elem(&aggs_keyed, k);
+      if (a) return a;
+      bpf_map_update_elem(&aggs_keyed, k, z, BPF_NOEXIST);
+      return bpf_map_lookup_elem(&aggs_keyed, k);
+    }
+    /* Not added (another CPU added the same key first, or no room): not counted. */
+    if (bpf_map_update_elem(&aggs_keyed, k, z, BPF_NOEXIST) != 0)
+      __sync_fetch_and_add(&key_count[fid], -1);
+    return bpf_map_lookup_elem(&aggs_keyed, k);
+  }
+  bpf_map_update_elem(&aggs_keyed, k, z, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&aggs_keyed, k);
 }
 
 __attribute__((noinline)) int aggregate(const struct pmcprof_record *rec) {
@@ -544,21 +687,34 @@ __attribute__((noinline)) int aggregate(const struct pmcprof_record *rec) {
     stat_inc(rec->func_id, STAT_AGG_COLLISIONS);
     return 0;
   }
-  __u64 cg = rec->cgroup_id;
-  struct pmcprof_agg *a = agg_of(rec->func_id, cg);
+  const __u32 fid = rec->func_id;
+  struct pmcprof_agg_key *k = NULL;
+  struct pmcprof_agg *a;
+  if (agg_keyed) {
+    k = bpf_map_lookup_elem(&agg_key, &zero);
+    if (!k) goto out;
+    k->func_id = fid;
+    k->hist = 0;
+    k->other = 0;
+    k->cgroup_id = agg_by_cgroup ? rec->cgroup_id : 0;
+    if (n_key_args) k->key = rec->key;
+    a = keyed_agg(k);
+  } else {
+    a = bpf_map_lookup_elem(&aggs, &fid);
+  }
   if (!a) {
-    stat_inc(rec->func_id, STAT_AGG_FULL);
+    stat_inc(fid, STAT_AGG_FULL);
     goto out;
   }
   pmcprof_agg_add(a, rec, n_events);
-  hist_add(rec->func_id, PMCPROF_HIST_WALL, cg, rec->wall_ns);
+  hist_add(fid, PMCPROF_HIST_WALL, k, rec->wall_ns);
   if (rec->flags & PMCPROF_REC_NOT_COUNTED) goto out;
-  hist_add(rec->func_id, PMCPROF_HIST_ONCPU, cg, rec->oncpu_ns);
+  hist_add(fid, PMCPROF_HIST_ONCPU, k, rec->oncpu_ns);
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     /* A clock event's histogram is the on-CPU histogram: not kept twice. */
     if (clock_events & (1u << i)) continue;
-    if (rec->measured & (1u << i)) hist_add(rec->func_id, event_hist[i], cg, rec->delta[i]);
+    if (rec->measured & (1u << i)) hist_add(fid, event_hist[i], k, rec->delta[i]);
   }
 out:
   asm volatile("" ::: "memory");
@@ -566,25 +722,42 @@ out:
   return 0;
 }
 
-/* Pops frames down to the innermost one of func_id. Frames above it are calls whose return
- * never came (longjmp out of them, an exception, a missed uretprobe): counted as abandoned.
- * Returns the frame's depth + 1, or 0 when no frame in the stack matches (an exit without
- * entry: the probe was attached mid-call), which leaves the stack alone. */
-__attribute__((noinline)) __u32 match_frame(struct thread_state *t, __u32 func_id,
-                                            __u32 depth) {
+static __always_inline __u32 frame_index(__u32 i) {
+  asm volatile("" : "+r"(i));
+  return i & (PMCPROF_MAX_DEPTH - 1);
+}
+
+/* The innermost frame of func_id: its depth + 1, or 0 when no frame in the stack matches (an
+ * exit without entry: the probe was attached mid-call; a region's end without its start). */
+__attribute__((noinline)) __u32 find_frame(struct thread_state *t, __u32 func_id, __u32 depth) {
   if (!t) return 0;
   for (__u32 k = 0; k < PMCPROF_MAX_DEPTH; k++) {
     if (k >= depth) break;
     __u32 j = depth - 1 - k;
-    struct frame *f = &t->frames[j & (PMCPROF_MAX_DEPTH - 1)];
-    if (f->func_id == func_id) {
-      for (__u32 s = 0; s < PMCPROF_MAX_DEPTH; s++) {
-        if (s >= k) break;
-        stat_inc(t->frames[(depth - 1 - s) & (PMCPROF_MAX_DEPTH - 1)].func_id, STAT_ABANDONED);
-      }
-      return j + 1;
+    if (t->frames[j & (PMCPROF_MAX_DEPTH - 1)].func_id == func_id) return j + 1;
+  }
+  return 0;
+}
+
+/* Takes frame j off the stack once its call is recorded. The frames above it: a call whose
+ * return never came (longjmp out of it, an exception, a missed uretprobe) is abandoned; a
+ * region still open stays (regions overlap calls and each other) and moves down. */
+__attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 j, __u32 depth) {
+  if (!t) return 0;
+  __u32 w = j;
+  for (__u32 s = 0; s < PMCPROF_MAX_DEPTH; s++) {
+    __u32 i = j + 1 + s;
+    if (i >= depth || i >= PMCPROF_MAX_DEPTH) break;
+    /* Indexes masked after a barrier: the verifier sees the bound at each use. */
+    __u32 from = frame_index(i), to = frame_index(w);
+    if (t->frames[from].region) {
+      if (to != from) t->frames[to] = t->frames[from];
+      w++;
+    } else {
+      stat_inc(t->frames[from].func_id, STAT_ABANDONED);
     }
   }
+  t->depth = w;
   return 0;
 }
 
@@ -640,7 +813,14 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   __u32 tgid = id >> 32, tid = (__u32)id;
   if ((tgid == self_tgid) != (func_id == calibration_id)) return 0;
   struct thread_state *t = current_state(tid, false);
-  if (!t) return 0;
+  if (!t) {
+    /* A thread with no state has nothing in flight: an exit (a region's end) without entry,
+     * counted when the thread is one the run watches. */
+    if (func_id != calibration_id && wanted(tgid) &&
+        (!n_filter_cgroups || in_filter_cgroups()))
+      stat_inc(func_id, STAT_UNMATCHED_EXIT);
+    return 0;
+  }
   if (t->busy) {
     stat_inc(func_id, STAT_REENTERED);
     return 0;
@@ -649,8 +829,7 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   /* Readings first, so the probe's own work after them is not charged to the call. */
   __u64 now = bpf_ktime_get_ns();
   __u32 cpu = bpf_get_smp_processor_id();
-  struct readings r;
-  read_all(&r, cpu);
+  read_all(&t->rd, cpu);
   __u32 depth = t->depth;
   if (depth == 0) {
     stat_inc(func_id, STAT_UNMATCHED_EXIT);
@@ -662,16 +841,15 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
     release(t);
     return 0;
   }
-  __u32 level = match_frame(t, func_id, depth);
+  __u32 level = find_frame(t, func_id, depth);
   if (level == 0) {
     stat_inc(func_id, STAT_UNMATCHED_EXIT);
     release(t);
     return 0;
   }
-  t->depth = level - 1;
   struct frame *f = &t->frames[(level - 1) & (PMCPROF_MAX_DEPTH - 1)];
   bool same_cpu = cpu == t->cpu;
-  if (sched_hook || same_cpu) segment_fold(t, cpu, now, &r);
+  if (sched_hook || same_cpu) segment_fold(t, cpu, now, &t->rd);
 
   struct pmcprof_record rec;
   __builtin_memset(&rec, 0, PMCPROF_RECORD_HEADER_SIZE);
@@ -692,6 +870,9 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
     flags |= PMCPROF_REC_NOT_COUNTED;
   rec.flags = flags;
   fill_deltas(t, f, &rec);
+  if (n_key_args) rec.key = f->key;
+  remove_frame(t, level - 1, depth);
+  if (count_entries) stat_inc(func_id, STAT_ENDED);
   release(t);
 
   if (func_id == calibration_id) {
@@ -706,27 +887,59 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   return 0;
 }
 
-/* ---- attach points: the function id travels in the BPF cookie ---- */
+/* A single probe's hit: a call of zero length, counted (and keyed) like a call, its events
+ * exactly 0. No per-thread state: nothing is in flight. */
+static __always_inline int on_hit(void *ctx, __u64 cookie) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32, tid = (__u32)id;
+  if (tgid == self_tgid) return 0;
+  if (n_filter_cgroups && !in_filter_cgroups()) return 0;
+  if (!wanted(tgid)) return 0;
+  struct pmcprof_record rec;
+  __builtin_memset(&rec, 0, PMCPROF_RECORD_KEY_OFFSET);
+  rec.func_id = (__u32)cookie;
+  rec.pid = tgid;
+  rec.tid = tid;
+  rec.cpu = bpf_get_smp_processor_id();
+  rec.cgroup_id = need_cgroup_id ? bpf_get_current_cgroup_id() : 0;
+  rec.n_events = n_events;
+  rec.measured = rec.ran = (__u8)((1u << n_events) - 1);
+  capture_key(ctx, cookie, &rec.key);
+  if (agg_mode & PMCPROF_AGG_KERNEL) aggregate(&rec);
+  if (agg_mode & PMCPROF_AGG_STREAM) {
+    if (need_comm) bpf_get_current_comm(rec.comm, sizeof(rec.comm));
+    emit(ctx, &rec);
+  }
+  return 0;
+}
+
+/* ---- attach points: the function id (and key slot, region flag) travel in the BPF cookie ---- */
 
 SEC("kprobe")
 int func_entry(struct pt_regs *ctx) {
-  return on_entry((__u32)bpf_get_attach_cookie(ctx), PT_REGS_SP(ctx));
+  return on_entry(ctx, bpf_get_attach_cookie(ctx), PT_REGS_SP(ctx));
 }
 
 SEC("kretprobe")
 int func_exit(struct pt_regs *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
 
+SEC("kprobe")
+int probe_hit(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
+
 SEC("tracepoint")
-int syscall_entry(void *ctx) { return on_entry((__u32)bpf_get_attach_cookie(ctx), 0); }
+int syscall_entry(void *ctx) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0); }
 
 SEC("tracepoint")
 int syscall_exit(void *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+
+SEC("tracepoint")
+int tracepoint_hit(void *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
 
 /* fentry/fexit: loaded once against one target, then cloned per target by the loader with
  * that target's BTF id and linked with the function id as cookie. Autoload off unless the run
  * has kernel functions and the kernel allows fentry. */
 SEC("fentry")
-int BPF_PROG(func_fentry) { return on_entry((__u32)bpf_get_attach_cookie(ctx), 0); }
+int BPF_PROG(func_fentry) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0); }
 
 SEC("fexit")
 int BPF_PROG(func_fexit) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }

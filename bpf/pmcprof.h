@@ -15,13 +15,61 @@
 /* Events per run that the BPF side reads. Bounded so loops unroll and records stay small. */
 #define PMCPROF_MAX_EVENTS 8
 /* Nested in-flight calls kept per thread (recursion, or f calling g, both probed). */
-#define PMCPROF_MAX_DEPTH 8
+#define PMCPROF_MAX_DEPTH 16
 /* Per-cgroup BPF backend: cgroup levels walked from the root. User space refuses deeper. */
 #define PMCPROF_MAX_CGROUP_DEPTH 32
 /* Functions per run (func_id < this); one more id is pmcprof's own calibration target. */
 #define PMCPROF_MAX_FUNCS 64
 /* Function mode -G filter: at most this many cgroups. */
 #define PMCPROF_MAX_FILTER_CGROUPS 8
+
+/* ---- what a probe's BPF cookie carries ----
+ * bits 0-31: the function id (a --func, a --region or a probe; PMCPROF_MAX_FUNCS is the
+ * calibration's); bits 32-47: the key spec slot + 1 of the attach point (0: no --by argN key
+ * is read there); bit 48: the point starts a region (no stack pointer: a region is not a call
+ * whose frame the stack pointer could show gone). */
+#define PMCPROF_COOKIE_SPEC_SHIFT 32
+#define PMCPROF_COOKIE_SPEC_MASK 0xffffull
+#define PMCPROF_COOKIE_REGION (1ull << 48)
+#define PMCPROF_MAX_KEY_SLOTS 4096
+
+/* ---- --by argN: keys read from a start probe's arguments ----
+ * Up to PMCPROF_MAX_KEY_ARGS arguments; the key is PMCPROF_KEY_SIZE bytes: one argument uses
+ * all of it, two use half each. An integer is 8 bytes (little endian, sign-extended when the
+ * argument is signed); a string is NUL-terminated (cut to the room it has), the rest zero. */
+#define PMCPROF_MAX_KEY_ARGS 2
+#define PMCPROF_KEY_SIZE 128
+
+/* Where an argument's value is (struct pmcprof_arg_spec.kind). */
+#define PMCPROF_ARG_CONST 0 /* val itself */
+#define PMCPROF_ARG_REG 1   /* the 8 bytes at ctx + reg_off (a pt_regs register, a field) */
+#define PMCPROF_ARG_DEREF 2 /* the `size` bytes at (the 8 bytes at ctx + reg_off) + val,
+                             plus (those at ctx + idx_off) * scale when scale is not 0 */
+
+struct pmcprof_arg_spec {
+  __u64 val;       /* the constant, or the displacement added to the register */
+  __s16 reg_off;   /* offset in the program's context: pt_regs, a tracepoint's record */
+  __s16 idx_off;   /* DEREF with an index register (x86 "8@(%rdx,%rax,8)"): its offset */
+  __u8 scale;      /* ... and its scale; 0: no index */
+  __u8 kind;       /* PMCPROF_ARG_* */
+  __u8 size;       /* 1, 2, 4 or 8 bytes */
+  __u8 is_signed;  /* sign-extended to 64 bits */
+  __u8 is_string;  /* the value is the address of a NUL-terminated string: the key is it */
+  __u8 user;       /* memory of the probed process (uprobes, USDT, syscall arguments) */
+  __u8 pad[2];
+};
+
+/* One attach point's arguments, in --by order. */
+struct pmcprof_key_spec {
+  struct pmcprof_arg_spec arg[PMCPROF_MAX_KEY_ARGS];
+};
+
+struct pmcprof_key {
+  union {
+    __u8 b[PMCPROF_KEY_SIZE];
+    __u64 q[PMCPROF_KEY_SIZE / 8];
+  };
+};
 
 /* ---- histograms ----
  * Log-linear with a table: values below 128 have a bucket each (exact); above, every power of
@@ -145,8 +193,11 @@ struct pmcprof_record {
   __u8 ran;      /* bit i: event i ran for at least part of it */
   char comm[16];
   __u64 delta[PMCPROF_MAX_EVENTS];
+  /* --by argN: the key read at the call's start. Sent (after every delta slot) only then. */
+  struct pmcprof_key key;
 };
 #define PMCPROF_RECORD_HEADER_SIZE 64 /* offsetof(struct pmcprof_record, delta) */
+#define PMCPROF_RECORD_KEY_OFFSET (PMCPROF_RECORD_HEADER_SIZE + 8 * PMCPROF_MAX_EVENTS)
 
 /* Kernel aggregation of one function (or one function and cgroup): the scalars. Histograms
  * live in their own map (wall, on-CPU, then one per event). min is kept inverted (~min) so a
@@ -178,11 +229,13 @@ struct pmcprof_agg {
 #define PMCPROF_HIST_EVENT0 2
 #define PMCPROF_HISTS_PER_FUNC (PMCPROF_HIST_EVENT0 + PMCPROF_MAX_EVENTS)
 
-/* Key of the per-cgroup aggregation hashes (--by cgroup). */
+/* Key of the keyed aggregation hashes (--by cgroup, --by argN). */
 struct pmcprof_agg_key {
   __u32 func_id;
-  __u32 hist; /* histogram index; 0 in the scalar map */
+  __u16 hist;  /* histogram index; 0 in the scalar map */
+  __u16 other; /* 1: the calls whose --by argN key found no room (key all zero) */
   __u64 cgroup_id;
+  struct pmcprof_key key; /* --by argN; zero otherwise */
 };
 
 static __always_inline void pmcprof_min_max(__u64* min_inv, __u64* max, __u64 v) {
@@ -257,6 +310,8 @@ struct pmcprof_func_stats {
   __u64 state_failed;   /* per-thread state could not be created: call not measured */
   __u64 agg_collisions; /* kernel aggregation busy on this CPU (preempted): not aggregated */
   __u64 agg_full;       /* no room for another --by cgroup key: not aggregated */
+  __u64 entered;        /* runs with regions: starts (entries) measured ... */
+  __u64 ended;          /* ... and the ends (exits) that matched one: the rest never ended */
 };
 
 /* ---- probe-bias calibration ----

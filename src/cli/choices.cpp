@@ -17,7 +17,9 @@ Breakdown parse_breakdown(const std::string& text) {
   if (text == "comm") return Breakdown::comm;
   if (text == "cpu") return Breakdown::cpu;
   if (text == "cgroup") return Breakdown::cgroup;
-  throw UserError("unknown --by '" + text + "'", "use --by pid, comm, cpu or cgroup");
+  throw UserError("unknown --by '" + text + "'",
+                  "use --by pid, comm, cpu, cgroup, or argN / argN:str (a start point's "
+                  "arguments)");
 }
 
 BackendRequest parse_backend_request(std::string_view text) {

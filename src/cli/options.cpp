@@ -110,12 +110,27 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
                   "LIB:SYMBOL, :SYMBOL (with -p); repeatable")
       ->type_name("FUNC")
       ->allow_extra_args(false);
+  stat.add_option("--region", o.regions,
+                  "Per region from START to END in a thread, measured like a call: "
+                  "[NAME=]START,END, each a usdt:BINARY:PROVIDER:NAME, PATH:SYMBOL[+OFFSET], "
+                  "NAME%return, syscall:NAME, kernel function or tracepoint:CAT:NAME; repeatable")
+      ->type_name("REGION")
+      ->allow_extra_args(false);
+  stat.add_flag("--python", o.python,
+                "Per Python function (file and name): a --region between python's "
+                "function__entry and function__return probes, --by arg0:str,arg1:str");
+  add_number(stat, "--max-keys", o.max_keys, "--max-keys", 1, 4096,
+             "--by argN: keys per function or region; calls of further keys are folded into "
+             "one 'other' row (default 64)")
+      ->type_name("N");
   stat.add_option("--backend", o.backend, "Kernel function probes: auto, fentry or kprobe")
       ->type_name("NAME");
   stat.add_option("--aggregate", o.aggregate,
                   "Where per-call results are summed: auto, kernel, stream or both")
       ->type_name("WHERE");
-  stat.add_option("--by", o.by, "Break --func results down by pid, comm, cpu or cgroup")
+  stat.add_option("--by", o.by,
+                  "Break --func/--region results down by pid, comm, cpu, cgroup, or the start "
+                  "point's arguments: argN (integer), argN:str (string), two as arg0:str,arg1")
       ->type_name("KEY");
   stat.add_flag("--no-sched-hook", o.no_sched_hook,
                 "No sched_switch hook: lowest overhead, wrong for functions that sleep or migrate");

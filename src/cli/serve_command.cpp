@@ -114,7 +114,7 @@ int run_serve_command(const ServeOptions& opts) {
   validate_stat_options(stat);
 
   LiveFeed feed;
-  Pages pages(feed, stat.funcs.empty() ? "counting" : "function");
+  Pages pages(feed, stat.function_mode() ? "function" : "counting");
   const HttpLimits limits;
   // Each connection is a descriptor, beside the counters' (which raise the limit further).
   raise_nofile_limit(limits.max_connections + 256);
@@ -135,7 +135,7 @@ int run_serve_command(const ServeOptions& opts) {
   auto groups = resolver.resolve(specs);
   if (!opts.stat.quiet) std::cerr << "pmcprof: serving " << server.url() << "/metrics\n";
 
-  if (!stat.funcs.empty()) {
+  if (stat.function_mode()) {
     FunctionPlan plan = make_function_plan(stat, std::move(groups));
     // Lossless cumulative sums in the kernel, unless a breakdown needs the stream.
     if (plan.aggregate == AggregateChoice::both) plan.aggregate = AggregateChoice::kernel;

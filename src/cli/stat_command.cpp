@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "pmcprof/events/sysfs_pmu.hpp"
 #include "pmcprof/platform/cpu_list.hpp"
 #include "pmcprof/platform/system.hpp"
+#include "pmcprof/probes/usdt.hpp"
 #include "pmcprof/report/aggregate.hpp"
 #include "pmcprof/report/metric_values.hpp"
 #include "pmcprof/run/counting_run.hpp"
@@ -245,17 +247,18 @@ void validate_targets(const StatOptions& opts, const std::string& hint) {
   if (opts.csv_separator && opts.csv_separator->empty())
     throw UserError("-x needs a separator, e.g. -x ,", hint);
   const bool per_cgroup = !opts.cgroups.empty() || !opts.for_each_cgroup.empty();
-  if (opts.cgroup_backend != "auto" && (!per_cgroup || !opts.funcs.empty()))
+  const bool function_mode = opts.function_mode();
+  if (opts.cgroup_backend != "auto" && (!per_cgroup || function_mode))
     throw UserError(
         "--cgroup-backend applies to per-cgroup counting (-G or --for-each-cgroup "
         "without --func)",
         hint);
-  if (!opts.for_each_cgroup.empty() && !opts.funcs.empty())
+  if (!opts.for_each_cgroup.empty() && function_mode)
     throw UserError(
         "--for-each-cgroup counts per cgroup; with --func use -G to filter and "
         "--by cgroup to break down",
         hint);
-  if (per_cgroup && opts.funcs.empty()) {
+  if (per_cgroup && !function_mode) {
     if (!cpus)
       throw UserError("per-cgroup counting (-G, --for-each-cgroup) is system-wide: add -a",
                       "e.g. pmcprof stat -a -G system.slice -- sleep 1");
@@ -266,11 +269,12 @@ void validate_targets(const StatOptions& opts, const std::string& hint) {
 }
 
 void validate_function_mode(const StatOptions& opts) {
-  if (opts.funcs.empty()) {
+  if (!opts.function_mode()) {
     // Function-mode flags without --func would be silently ignored: say so instead.
     const char* func_only = opts.backend != "auto"        ? "--backend"
                             : opts.aggregate != "auto"    ? "--aggregate"
                             : opts.by                     ? "--by"
+                            : opts.max_keys               ? "--max-keys"
                             : opts.no_sched_hook          ? "--no-sched-hook"
                             : opts.buffer_pages != 256    ? "--buffer-pages"
                             : opts.thread_state != "auto" ? "--thread-state"
@@ -278,7 +282,7 @@ void validate_function_mode(const StatOptions& opts) {
                                                           : nullptr;
     if (func_only)
       throw UserError(
-          std::string(func_only) + " applies to function mode only: add --func",
+          std::string(func_only) + " applies to function mode only: add --func or --region",
           "e.g. pmcprof stat --func syscall:getppid " + std::string(func_only) + " ...");
     return;
   }
@@ -322,7 +326,75 @@ void validate_stat_options(const StatOptions& opts) {
   validate_numbers(opts, hint);
   validate_targets(opts, hint);
   validate_function_mode(opts);
-  if (opts.funcs.empty()) validate_aggregation(opts, hint);
+  if (!opts.function_mode()) validate_aggregation(opts, hint);
+}
+
+namespace {
+
+// The program a command runs: CMD as a path, or found in $PATH; a script's interpreter (#!).
+std::optional<std::string> command_program(const std::string& cmd) {
+  std::string path;
+  if (cmd.find('/') != std::string::npos) {
+    path = cmd;
+  } else {
+    const char* env = std::getenv("PATH");
+    for (const auto& dir : split(env ? env : "/usr/bin:/bin", ':')) {
+      const std::string p = (dir.empty() ? "." : dir) + "/" + cmd;
+      if (::access(p.c_str(), X_OK) == 0) {
+        path = p;
+        break;
+      }
+    }
+  }
+  if (path.empty()) return std::nullopt;
+  if (auto head = read_file(path); head && starts_with(*head, "#!")) {
+    const std::string line = head->substr(2, head->find('\n') - 2);
+    const auto words = split(std::string(trim(line)), ' ');
+    if (!words.empty()) {
+      // "#!/usr/bin/env python3": the interpreter env runs.
+      if (words[0].size() >= 4 && words[0].substr(words[0].size() - 4) == "/env" &&
+          words.size() > 1)
+        return command_program(words[1]);
+      return command_program(words[0]);
+    }
+  }
+  std::error_code ec;
+  auto real = std::filesystem::canonical(path, ec);
+  return ec ? path : real.string();
+}
+
+}  // namespace
+
+// --python: a region between the interpreter's function__entry and function__return probes,
+// keyed by the code's file and function name (their first two arguments) unless --by says
+// otherwise. The interpreter: the -p process's executable, or the command's program.
+static void add_python_region(const StatOptions& opts, FunctionPlan& plan) {
+  std::string python;
+  if (opts.pid) {
+    std::error_code ec;
+    python = std::filesystem::read_symlink("/proc/" + std::to_string(*opts.pid) + "/exe", ec);
+  } else if (!opts.command.empty()) {
+    python = command_program(opts.command.front()).value_or("");
+  }
+  if (python.empty())
+    throw UserError("--python needs the Python interpreter that runs: -p PID or -- python3 ...",
+                    "e.g. pmcprof stat --python -- python3 script.py");
+  const std::string probes = "usdt:" + python + ":python:function__";
+  try {
+    plan.regions.push_back(parse_region("python=" + probes + "entry," + probes + "return"));
+    find_usdt_probe(python, "python", "function__entry");
+  } catch (const UserError& e) {
+    throw UserError("--python: " + std::string(e.what()),
+                    "--python needs an interpreter built with its USDT probes (Debian's "
+                    "python3 is); for another, give --region START,END with its probes");
+  }
+  if (!opts.by) {
+    plan.by = Breakdown::args;
+    plan.key_args = *parse_key_args("arg0:str,arg1:str");
+  }
+  if (opts.verbose && !opts.quiet)
+    std::cerr << "pmcprof: --python is --region python=" << probes << "entry," << probes
+              << "return --by " << (opts.by ? *opts.by : std::string("arg0:str,arg1:str")) << "\n";
 }
 
 FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
@@ -330,6 +402,7 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.groups = std::move(groups);
   for (const auto& f : opts.funcs) plan.targets.push_back(parse_func_target(f));
   check_distinct_targets(plan.targets);
+  for (const auto& r : opts.regions) plan.regions.push_back(parse_region(r));
   plan.system_wide = opts.all_cpus;
   if (opts.pid) {
     plan.pid = static_cast<pid_t>(*opts.pid);
@@ -340,7 +413,20 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   if (opts.timeout_ms) plan.timeout_ms = static_cast<std::uint64_t>(*opts.timeout_ms);
   plan.backend = parse_backend_request(opts.backend);
   plan.aggregate = parse_aggregate_choice(opts.aggregate);
-  if (opts.by) plan.by = parse_breakdown(*opts.by);
+  if (opts.by) {
+    if (auto args = parse_key_args(*opts.by)) {
+      plan.by = Breakdown::args;
+      plan.key_args = std::move(*args);
+    } else {
+      plan.by = parse_breakdown(*opts.by);
+    }
+  }
+  if (opts.python) add_python_region(opts, plan);
+  if (opts.max_keys) {
+    if (plan.by != Breakdown::args)
+      throw UserError("--max-keys bounds the keys of --by argN", "add --by argN, or drop it");
+    plan.max_keys = static_cast<std::size_t>(*opts.max_keys);
+  }
   plan.sched_hook = !opts.no_sched_hook;
   plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);
   plan.thread_store = parse_thread_store(opts.thread_state);
@@ -400,13 +486,13 @@ std::vector<EventGroupSpec> counting_events(const StatOptions& opts, const Event
 int run_stat_command(const StatOptions& given) {
   StatOptions opts = given;
   // As perf: no command and no task to count means the whole system, until interrupted.
-  if (opts.funcs.empty() && opts.command.empty() && !opts.pid && !opts.tid && !opts.cpu_list &&
+  if (!opts.function_mode() && opts.command.empty() && !opts.pid && !opts.tid && !opts.cpu_list &&
       !opts.subcommand_word)
     opts.all_cpus = true;
   validate_stat_options(opts);
   PfmLibrary pfm;
   EventResolver resolver(pfm);
-  if (!opts.funcs.empty()) {
+  if (opts.function_mode()) {
     auto specs = opts.events_given ? parse_event_list(join(opts.events, ",")) : default_events();
     return run_function_stat(opts, resolver.resolve(specs));
   }

@@ -128,8 +128,8 @@ ResolvedEvent EventResolver::resolve_slashed(const EventSpec& spec) const {
     ev.spec = spec;
     for (const auto& t : spec.terms) {
       if (t.key != "name" || !t.value)
-        throw UserError("event '" + spec.text + "': only name= applies to a named event ('" +
-                            t.key + "' does not)",
+        throw UserError("event " + quote(spec.text) + ": only name= applies to a named event (" +
+                            quote(t.key) + " does not)",
                         "write raw encodings on a PMU, e.g. cpu/event=0x3c,umask=0/");
       ev.name = *t.value;
     }

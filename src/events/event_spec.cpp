@@ -15,6 +15,13 @@ namespace {
 constexpr std::size_t kMaxEventLength = 512;
 constexpr const char* kEventHint = "write events as -e a,b,{c,d}:u ('pmcprof list' shows names)";
 
+// Braces, blanks and control characters (a line break, an escape sequence) are in no event
+// name nor modifier: refused, they can neither reach the resolver nor split an error line.
+bool invalid_event_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return c == '{' || c == '}' || c == ' ' || u < 0x20 || u == 0x7F;
+}
+
 // Letters only, and either a lower-case letter (cycles:u, cycles:ukD) or nothing but the
 // upper-case modifier letters (cycles:D, cycles:GH, {a,b}:W). Upper-case words such as ANY_P or
 // READ are libpfm4 unit masks and stay part of the name.
@@ -35,8 +42,9 @@ EventModifiers parse_modifiers(std::string_view mods, std::string_view token) {
   for (char c : mods) {
     // Each letter once (p up to three times): task-clock:uuuu is a typo, not a request.
     if (c != 'p' && std::count(mods.begin(), mods.end(), c) > 1)
-      throw UserError("modifier '" + std::string(1, c) + "' repeated in event " + quote(token),
-                      kEventHint);
+      throw UserError(
+          "modifier " + quote(std::string_view(&c, 1)) + " repeated in event " + quote(token),
+          kEventHint);
     switch (c) {
       case 'u':
         m.user = true;
@@ -124,8 +132,7 @@ std::vector<std::string> split_top_level(std::string_view text) {
       continue;
     }
     if (c == '{') {
-      if (depth > 0)
-        throw UserError("nested groups are not allowed in " + quote(text), kEventHint);
+      if (depth > 0) throw UserError("nested groups are not allowed in " + quote(text), kEventHint);
       ++depth;
     } else if (c == '}') {
       if (depth == 0) throw UserError("unbalanced '}' in event list " + quote(text), kEventHint);
@@ -151,9 +158,10 @@ EventGroupSpec parse_group(std::string_view item, std::string_view whole) {
   std::string_view after = item.substr(close + 1);
   EventModifiers group_mods;
   if (!after.empty()) {
+    if (std::any_of(after.begin(), after.end(), invalid_event_char))
+      throw UserError("invalid character in group modifiers " + quote(item), kEventHint);
     if (after.front() != ':' || after.size() == 1)
-      throw UserError("unexpected " + quote(after) + " after group in " + quote(whole),
-                      kEventHint);
+      throw UserError("unexpected " + quote(after) + " after group in " + quote(whole), kEventHint);
     group_mods = parse_modifiers(after.substr(1), item);
   }
   if (trim(inner).empty())
@@ -193,7 +201,7 @@ std::vector<EventTerm> parse_terms(std::string_view terms, std::string_view toke
   for (const auto& raw : split(terms, ',')) {
     std::string_view t = trim(raw);
     if (t.empty())
-      throw UserError("empty term in event '" + std::string(token) + "'",
+      throw UserError("empty term in event " + quote(token),
                       "write terms as pmu/key=value,key=value/, e.g. cpu/event=0x3c,umask=0/");
     auto eq = t.find('=');
     if (eq == std::string_view::npos) {
@@ -201,9 +209,8 @@ std::vector<EventTerm> parse_terms(std::string_view terms, std::string_view toke
       continue;
     }
     if (eq == 0 || eq + 1 == t.size())
-      throw UserError(
-          "malformed term '" + std::string(t) + "' in event '" + std::string(token) + "'",
-          "write terms as key=value, e.g. event=0x3c");
+      throw UserError("malformed term " + quote(t) + " in event " + quote(token),
+                      "write terms as key=value, e.g. event=0x3c");
     out.push_back({std::string(trim(t.substr(0, eq))), std::string(trim(t.substr(eq + 1)))});
   }
   return out;
@@ -217,7 +224,7 @@ EventSpec parse_slashed(std::string_view token) {
   const auto first = token.find('/');
   const auto last = token.rfind('/');
   if (first == 0 || last == first)
-    throw UserError("malformed event '" + std::string(token) + "': expected pmu/terms/",
+    throw UserError("malformed event " + quote(token) + ": expected pmu/terms/",
                     "e.g. msr/tsc/ or cpu/event=0x3c,umask=0/");
   ev.name = std::string(token.substr(0, first));
   ev.terms = parse_terms(token.substr(first + 1, last - first - 1), token);
@@ -238,7 +245,7 @@ EventSpec parse_event(std::string_view token) {
     throw UserError("event name " + quote(token) + " is too long (at most " +
                         std::to_string(kMaxEventLength) + " characters)",
                     kEventHint);
-  if (token.find_first_of("{} \t") != std::string_view::npos)
+  if (std::any_of(token.begin(), token.end(), invalid_event_char))
     throw UserError("invalid character in event name " + quote(token), kEventHint);
   if (token.find('/') != std::string_view::npos) return parse_slashed(token);
   auto colon = token.rfind(':');

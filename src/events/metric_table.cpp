@@ -345,7 +345,7 @@ std::vector<MetricChoice> select_metrics(const std::vector<std::string>& names,
     for (const auto& m : available_metrics(resolver)) known.push_back(m.def->name);
     for (const auto& g : metric_groups(available_metrics(resolver))) known.push_back(g);
     auto close = closest_matches(std::string(trim(raw)), known);
-    throw UserError("unknown metric or metric group '" + std::string(trim(raw)) + "'",
+    throw UserError("unknown metric or metric group " + quote(trim(raw)),
                     close.empty() ? "'pmcprof list --metrics' shows them"
                                   : "did you mean " + join(close, ", ") +
                                         "? ('pmcprof list --metrics' shows them all)");

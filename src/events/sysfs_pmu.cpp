@@ -39,8 +39,8 @@ void apply_format(perf_event_attr& attr, const std::string& format, std::uint64_
                   : field == "config2" ? &attr.config2
                                        : nullptr;
   if (!target || colon == std::string::npos)
-    throw UserError("event '" + text + "': term '" + term + "' has a format pmcprof cannot use ('" +
-                        format + "')",
+    throw UserError("event " + quote(text) + ": term " + quote(term) +
+                        " has a format pmcprof cannot use (" + quote(format) + ")",
                     "write the raw config instead: pmu/config=0x.../");
   int bit_of_value = 0;
   for (const auto& range : split(format.substr(colon + 1), ',')) {
@@ -63,9 +63,10 @@ void apply_named_event(SysfsEncoding& enc, const std::string& dir, const std::st
   auto body = read_file(path);
   if (!body || depth > 0) {
     auto names = sysfs_pmu_events(pmu, fs::path(dir).parent_path().string());
-    throw UserError("PMU '" + pmu + "' has no event '" + name + "' (in '" + text + "')",
-                    names.empty() ? "'pmcprof list " + pmu + "/' shows what it has"
-                                  : "its events: " + join(names, ", "));
+    throw UserError(
+        "PMU " + quote(pmu) + " has no event " + quote(name) + " (in " + quote(text) + ")",
+        names.empty() ? "'pmcprof list " + pmu + "/' shows what it has"
+                      : "its events: " + join(names, ", "));
   }
   std::vector<EventTerm> inner;
   for (const auto& t : split(trim(*body), ',')) {
@@ -101,9 +102,10 @@ void apply_terms(SysfsEncoding& enc, const std::string& dir, const std::string& 
     else if (auto format = read_trimmed(dir + "/format/" + t.key); !format.empty())
       apply_format(enc.attr, format, v, t.key, text);
     else
-      throw UserError("PMU '" + pmu + "' has no term '" + t.key + "' (in '" + text + "')",
-                      "its terms: " + join(dir_names(dir + "/format"), ", ") +
-                          ", config, config1, config2, name");
+      throw UserError(
+          "PMU " + quote(pmu) + " has no term " + quote(t.key) + " (in " + quote(text) + ")",
+          "its terms: " + join(dir_names(dir + "/format"), ", ") +
+              ", config, config1, config2, name");
   }
 }
 
@@ -115,7 +117,7 @@ std::uint64_t parse_term_value(const std::string& value, const std::string& text
   const bool hex = value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X');
   const unsigned long long v = std::strtoull(value.c_str(), &end, hex ? 16 : 10);
   if (value.empty() || value[0] == '-' || errno != 0 || !end || *end != '\0')
-    throw UserError("invalid term value '" + value + "' in event '" + text + "'",
+    throw UserError("invalid term value " + quote(value) + " in event " + quote(text),
                     "values are decimal or 0x hexadecimal, e.g. event=0x3c");
   return v;
 }
@@ -146,7 +148,7 @@ SysfsEncoding encode_sysfs_event(const std::string& pmu, const std::vector<Event
                                  const std::string& text, const std::string& root) {
   const std::string dir = root + "/" + pmu;
   if (!sysfs_pmu_exists(pmu, root))
-    throw UserError("unknown PMU '" + pmu + "' in event '" + text + "'",
+    throw UserError("unknown PMU " + quote(pmu) + " in event " + quote(text),
                     "this machine's PMUs (" + root + "): " + join(sysfs_pmus(root), ", "));
   SysfsEncoding enc;
   enc.attr.size = sizeof(enc.attr);

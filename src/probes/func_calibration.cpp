@@ -23,16 +23,24 @@
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_stepped, "  mov %rdi, %rax\n  ret\n")
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_push, "  push %rbp\n  pop %rbp\n  ret\n")
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_endbr, "  endbr64\n  ret\n")
+// A USDT region with nothing inside: two probe sites (an SDT probe is one nop) back to back.
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_usdt, "  nop\n  nop\n  ret\n")
+constexpr std::uint64_t kUsdtSiteBytes = 1;
 extern "C" void pmcprof_calibration_push();
 extern "C" void pmcprof_calibration_endbr();
 #elif defined(__aarch64__)
 asm(".text\n.globl pmcprof_calibration_stepped\n.type pmcprof_calibration_stepped, @function\n"
     "pmcprof_calibration_stepped:\n  nop\n  ret\n"
     ".size pmcprof_calibration_stepped, .-pmcprof_calibration_stepped\n");
+asm(".text\n.globl pmcprof_calibration_usdt\n.type pmcprof_calibration_usdt, @function\n"
+    "pmcprof_calibration_usdt:\n  nop\n  nop\n  ret\n"
+    ".size pmcprof_calibration_usdt, .-pmcprof_calibration_usdt\n");
+constexpr std::uint64_t kUsdtSiteBytes = 4;
 #else
 #error "pmcprof's uprobe calibration targets exist for x86-64 and arm64"
 #endif
 extern "C" void pmcprof_calibration_stepped();
+extern "C" void pmcprof_calibration_usdt();
 
 namespace pmcprof {
 
@@ -169,6 +177,21 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
         p.links = object.attach_kprobe(id, target);
       else
         p.fentry = object.attach_fentry(id, target);
+      break;
+    }
+    case ProbeBackend::usdt: {
+      // The region's end at the second site, then its start at the first: the start's nop
+      // is the probe's (it exists only to be probed), so no instruction is the region's own.
+      auto where = locate_in_maps(read_file("/proc/self/maps").value_or(""),
+                                  reinterpret_cast<std::uint64_t>(pmcprof_calibration_usdt));
+      if (!where) throw SystemError("pmcprof's own calibration target is not in a mapped file");
+      p.probed = "an empty region in pmcprof (between two nop sites, as USDT probes are)";
+      p.call = pmcprof_calibration_usdt;
+      p.links.push_back(object.attach_user(ProbeRole::exit, id, where->path,
+                                           where->file_offset + kUsdtSiteBytes, 0, false,
+                                           ::getpid()));
+      p.links.push_back(object.attach_user(ProbeRole::entry, probe_cookie(id, {}, true),
+                                           where->path, where->file_offset, 0, false, ::getpid()));
       break;
     }
     case ProbeBackend::tracepoint: {

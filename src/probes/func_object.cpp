@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -87,7 +88,20 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   ro->use_task_storage = obj.store_ == ThreadStore::task_storage;
   ro->follow_tgids = config.follow_tgids;
   ro->sched_hook = config.sched_hook;
-  ro->agg_by_cgroup = config.by_cgroup && (config.agg_mode & PMCPROF_AGG_KERNEL);
+  const bool kernel_agg = config.agg_mode & PMCPROF_AGG_KERNEL;
+  if (config.n_key_args > PMCPROF_MAX_KEY_ARGS)
+    throw UserError("--by takes at most " + std::to_string(PMCPROF_MAX_KEY_ARGS) + " arguments");
+  if (config.key_slots > PMCPROF_MAX_KEY_SLOTS)
+    throw UserError("too many probe locations read --by arguments (" +
+                    std::to_string(config.key_slots) + ", at most " +
+                    std::to_string(PMCPROF_MAX_KEY_SLOTS) + ")");
+  const bool by_args = config.n_key_args > 0;
+  const bool keyed = kernel_agg && (config.by_cgroup || by_args);
+  ro->agg_keyed = keyed;
+  ro->agg_by_cgroup = config.by_cgroup && kernel_agg;
+  ro->n_key_args = static_cast<__u32>(config.n_key_args);
+  ro->max_keys = by_args ? static_cast<__u32>(config.max_keys) : 0;
+  ro->count_entries = config.count_entries;
   ro->need_cgroup_id = config.by_cgroup;
   ro->need_comm = config.need_comm;
   ro->clock_events = config.clock_events;
@@ -112,16 +126,20 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   create_map(skel->maps.threads_hash, hash_store ? config.max_threads : 0);
   create_map(skel->maps.zero_state, hash_store ? 1 : 0);
   create_map(skel->maps.tracked, config.follow_tgids ? config.max_tracked : 0);
-  const bool kernel_agg = config.agg_mode & PMCPROF_AGG_KERNEL;
-  const bool by_cg = kernel_agg && config.by_cgroup;
-  const std::size_t cg_keys = config.n_funcs * config.max_cgroup_keys;
+  // Keyed sums: per function, its cgroups (--by cgroup), or its max_keys argument keys, its
+  // "other" key and room for the keys two CPUs add at once (--by argN).
+  const std::size_t keys =
+      config.n_funcs * (by_args ? config.max_keys + 1 : config.max_cgroup_keys) +
+      (by_args ? std::min<std::size_t>(config.n_funcs * config.max_keys, 2 * 64) : 0);
   // The calibration id never reaches the aggregation (its calls go to `calib`).
-  create_map(skel->maps.aggs, kernel_agg && !by_cg ? at_least_one(config.n_funcs) : 0);
-  create_map(skel->maps.hists, kernel_agg && !by_cg ? at_least_one(config.n_funcs) * n_hists : 0);
-  create_map(skel->maps.aggs_by_cgroup, by_cg ? at_least_one(cg_keys) : 0);
-  create_map(skel->maps.hists_by_cgroup, by_cg ? at_least_one(cg_keys * n_hists) : 0);
-  create_map(skel->maps.zero_hist, by_cg ? 1 : 0);
-  create_map(skel->maps.zero_agg, by_cg ? 1 : 0);
+  create_map(skel->maps.aggs, kernel_agg && !keyed ? at_least_one(config.n_funcs) : 0);
+  create_map(skel->maps.hists, kernel_agg && !keyed ? at_least_one(config.n_funcs) * n_hists : 0);
+  create_map(skel->maps.aggs_keyed, keyed ? at_least_one(keys) : 0);
+  create_map(skel->maps.hists_keyed, keyed ? at_least_one(keys * n_hists) : 0);
+  create_map(skel->maps.agg_key, keyed ? 1 : 0);
+  create_map(skel->maps.zero_hist, keyed ? 1 : 0);
+  create_map(skel->maps.zero_agg, keyed ? 1 : 0);
+  create_map(skel->maps.key_specs, by_args ? at_least_one(config.key_slots) : 0);
   create_map(skel->maps.guard, kernel_agg ? 1 : 0);
   size_map(skel->maps.func_stats, n_ids);
 
@@ -129,6 +147,8 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   bpf_program__set_autoload(skel->progs.func_exit, config.probe_programs);
   bpf_program__set_autoload(skel->progs.syscall_entry, config.syscall_programs);
   bpf_program__set_autoload(skel->progs.syscall_exit, config.syscall_programs);
+  bpf_program__set_autoload(skel->progs.probe_hit, config.hit_programs);
+  bpf_program__set_autoload(skel->progs.tracepoint_hit, config.tracepoint_hit_program);
   // fentry/fexit are loaded per target, in twins (attach_fentry).
   bpf_program__set_autoload(skel->progs.func_fentry, false);
   bpf_program__set_autoload(skel->progs.func_fexit, false);
@@ -141,7 +161,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   return obj;
 }
 
-std::vector<BpfLink> FuncObject::attach_uprobe(std::uint32_t id, const std::string& binary,
+std::vector<BpfLink> FuncObject::attach_uprobe(std::uint64_t id, const std::string& binary,
                                                std::uint64_t offset, pid_t pid) const {
   std::vector<BpfLink> links;
   LIBBPF_OPTS(bpf_uprobe_opts, entry, .bpf_cookie = id, .retprobe = false);
@@ -155,7 +175,7 @@ std::vector<BpfLink> FuncObject::attach_uprobe(std::uint32_t id, const std::stri
   return links;
 }
 
-std::vector<BpfLink> FuncObject::attach_kprobe(std::uint32_t id,
+std::vector<BpfLink> FuncObject::attach_kprobe(std::uint64_t id,
                                                const std::string& function) const {
   std::vector<BpfLink> links;
   LIBBPF_OPTS(bpf_kprobe_opts, entry, .bpf_cookie = id, .retprobe = false);
@@ -169,7 +189,7 @@ std::vector<BpfLink> FuncObject::attach_kprobe(std::uint32_t id,
   return links;
 }
 
-std::vector<BpfLink> FuncObject::attach_syscall(std::uint32_t id,
+std::vector<BpfLink> FuncObject::attach_syscall(std::uint64_t id,
                                                 const std::string& syscall) const {
   std::vector<BpfLink> links;
   LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = id);
@@ -183,7 +203,95 @@ std::vector<BpfLink> FuncObject::attach_syscall(std::uint32_t id,
   return links;
 }
 
-FuncObject::FentryAttachment FuncObject::attach_fentry(std::uint32_t id,
+namespace {
+
+bpf_program* program_for(func_bpf* skel, ProbeRole role, bool tracepoint) {
+  switch (role) {
+    case ProbeRole::entry:
+      return tracepoint ? skel->progs.syscall_entry : skel->progs.func_entry;
+    case ProbeRole::exit:
+      return tracepoint ? skel->progs.syscall_exit : skel->progs.func_exit;
+    case ProbeRole::hit:
+      break;
+  }
+  return tracepoint ? skel->progs.tracepoint_hit : skel->progs.probe_hit;
+}
+
+const char* role_name(ProbeRole role) {
+  switch (role) {
+    case ProbeRole::entry:
+      return "start";
+    case ProbeRole::exit:
+      return "end";
+    case ProbeRole::hit:
+      break;
+  }
+  return "probe";
+}
+
+}  // namespace
+
+std::uint64_t probe_cookie(std::uint32_t func_id, std::optional<std::size_t> key_slot,
+                           bool region) {
+  std::uint64_t c = func_id;
+  if (key_slot) c |= (static_cast<std::uint64_t>(*key_slot) + 1) << PMCPROF_COOKIE_SPEC_SHIFT;
+  if (region) c |= PMCPROF_COOKIE_REGION;
+  return c;
+}
+
+BpfLink FuncObject::attach_user(ProbeRole role, std::uint64_t cookie, const std::string& binary,
+                                std::uint64_t offset, std::uint64_t semaphore_offset, bool retprobe,
+                                pid_t pid) const {
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = semaphore_offset, .bpf_cookie = cookie,
+              .retprobe = retprobe);
+  char where[64];
+  std::snprintf(where, sizeof(where), "+0x%llx", static_cast<unsigned long long>(offset));
+  return check_link(bpf_program__attach_uprobe_opts(program_for(skel_.get(), role, false), pid,
+                                                    binary.c_str(), offset, &opts),
+                    std::string("a ") + (retprobe ? "uretprobe" : "uprobe") + " (" +
+                        role_name(role) + ") on " + binary + where);
+}
+
+BpfLink FuncObject::attach_kernel(ProbeRole role, std::uint64_t cookie, const std::string& function,
+                                  bool retprobe) const {
+  LIBBPF_OPTS(bpf_kprobe_opts, opts, .bpf_cookie = cookie, .retprobe = retprobe);
+  return check_link(
+      bpf_program__attach_kprobe_opts(program_for(skel_.get(), role, false), function.c_str(),
+                                      &opts),
+      std::string(retprobe ? "kretprobe " : "kprobe ") + function + " (" + role_name(role) + ")");
+}
+
+BpfLink FuncObject::attach_tracepoint(ProbeRole role, std::uint64_t cookie,
+                                      const std::string& category, const std::string& name) const {
+  LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = cookie);
+  return check_link(bpf_program__attach_tracepoint_opts(program_for(skel_.get(), role, true),
+                                                        category.c_str(), name.c_str(), &opts),
+                    "tracepoint " + category + ":" + name + " (" + role_name(role) + ")");
+}
+
+void FuncObject::set_key_spec(std::size_t slot, const KeySpec& args) const {
+  pmcprof_key_spec spec{};
+  for (std::size_t i = 0; i < args.size() && i < PMCPROF_MAX_KEY_ARGS; ++i) {
+    const ArgSpec& a = args[i];
+    pmcprof_arg_spec& s = spec.arg[i];
+    s.kind = a.kind == ArgSpec::Kind::constant ? PMCPROF_ARG_CONST
+             : a.kind == ArgSpec::Kind::reg    ? PMCPROF_ARG_REG
+                                               : PMCPROF_ARG_DEREF;
+    s.val = a.val;
+    s.reg_off = static_cast<__s16>(a.reg_off);
+    s.idx_off = static_cast<__s16>(a.idx_off);
+    s.scale = static_cast<__u8>(a.scale);
+    s.size = static_cast<__u8>(a.size);
+    s.is_signed = a.is_signed;
+    s.is_string = a.is_string;
+    s.user = a.user;
+  }
+  const __u32 key = static_cast<__u32>(slot);
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.key_specs), &key, &spec, BPF_ANY) != 0)
+    throw SystemError("cannot store the --by argument spec of a probe: " + errno_string(errno));
+}
+
+FuncObject::FentryAttachment FuncObject::attach_fentry(std::uint64_t id,
                                                        const std::string& function) const {
   std::shared_ptr<func_bpf> twin(func_bpf__open(), FentryTwinDeleter{});
   if (!twin) throw SystemError("cannot open a fentry twin object: " + errno_string(errno));
@@ -305,7 +413,7 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
         fd, key, [&](const pmcprof_agg& a) { pmcprof_agg_merge(total.get(), &a); });
     return total;
   };
-  if (!ro->agg_by_cgroup) {
+  if (!ro->agg_keyed) {
     const int agg_fd = bpf_map__fd(skel_->maps.aggs), hist_fd = bpf_map__fd(skel_->maps.hists);
     for (__u32 f = 0; f < config_.n_funcs; ++f) {
       KernelAggregate ka;
@@ -319,8 +427,8 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
     }
     return out;
   }
-  const int agg_fd = bpf_map__fd(skel_->maps.aggs_by_cgroup);
-  const int hist_fd = bpf_map__fd(skel_->maps.hists_by_cgroup);
+  const int agg_fd = bpf_map__fd(skel_->maps.aggs_keyed);
+  const int hist_fd = bpf_map__fd(skel_->maps.hists_keyed);
   pmcprof_agg_key key{}, next{};
   const void* prev = nullptr;
   while (bpf_map_get_next_key(agg_fd, prev, &next) == 0) {
@@ -329,9 +437,13 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
     KernelAggregate ka;
     ka.func_id = key.func_id;
     ka.cgroup_id = key.cgroup_id;
+    if (config_.n_key_args)
+      ka.key.assign(reinterpret_cast<const char*>(key.key.b), sizeof(key.key.b));
+    ka.other = key.other != 0;
     ka.agg = merged(agg_fd, &key);
     ka.hists = read_hists([&](__u32 h) {
-      pmcprof_agg_key hk{key.func_id, h, key.cgroup_id};
+      pmcprof_agg_key hk = key;
+      hk.hist = static_cast<__u16>(h);
       return read_hist(hist_fd, &hk, sizeof(hk));
     });
     out.push_back(std::move(ka));
@@ -352,6 +464,8 @@ std::vector<FuncProbeStats> FuncObject::read_func_stats() const {
       out[f].state_failed += s.state_failed;
       out[f].agg_collisions += s.agg_collisions;
       out[f].agg_full += s.agg_full;
+      out[f].entered += s.entered;
+      out[f].ended += s.ended;
     });
   }
   return out;

@@ -1,13 +1,19 @@
 #include "pmcprof/probes/func_targets.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <string_view>
 
 #include "pmcprof.h"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/platform/tracefs.hpp"
 #include "pmcprof/probes/elf_symbols.hpp"
 #include "pmcprof/probes/kernel_functions.hpp"
+#include "pmcprof/probes/usdt.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -38,53 +44,249 @@ std::string denied_kernel_function(const std::string& symbol) {
   return {};
 }
 
-std::vector<AttachPoint> resolve_targets(const std::vector<FuncTarget>& targets,
-                                         BackendRequest backend, std::optional<pid_t> pid) {
-  if (targets.size() > PMCPROF_MAX_FUNCS)
-    throw UserError("too many --func (" + std::to_string(targets.size()) + "), at most " +
-                    std::to_string(PMCPROF_MAX_FUNCS));
+namespace {
+
+// --by argN: the key spec of each start point, in slots.
+class KeySlots {
+ public:
+  KeySlots(const std::vector<KeyArg>& args, ResolvedTargets& out) : args_(args), out_(out) {
+    out_.key_signed.assign(args.size(), false);
+  }
+  bool wanted() const { return !args_.empty(); }
+  const std::vector<KeyArg>& args() const { return args_; }
+  std::optional<std::size_t> add(KeySpec spec) {
+    if (args_.empty()) return std::nullopt;
+    if (out_.key_specs.size() >= PMCPROF_MAX_KEY_SLOTS)
+      throw UserError("too many probe sites read --by arguments (at most " +
+                      std::to_string(PMCPROF_MAX_KEY_SLOTS) + ")");
+    for (std::size_t i = 0; i < spec.size() && i < out_.key_signed.size(); ++i)
+      if (spec[i].is_signed && !spec[i].is_string) out_.key_signed[i] = true;
+    out_.key_specs.push_back(std::move(spec));
+    return out_.key_specs.size() - 1;
+  }
+
+ private:
+  const std::vector<KeyArg>& args_;
+  ResolvedTargets& out_;
+};
+
+#if defined(__aarch64__)
+constexpr unsigned kAbiArgs = 8;
+#else
+constexpr unsigned kAbiArgs = 6;
+#endif
+
+constexpr const char* kKeyHint =
+    "--by argN reads a start point's arguments: a USDT probe's, a function's at its entry, a "
+    "tracepoint's fields";
+
+// At a function's entry: the calling convention's registers (uprobe, kprobe) or the
+// trampoline's argument array (fentry).
+KeySpec entry_key_spec(const std::vector<KeyArg>& args, ProbeBackend backend, bool user,
+                       const std::string& what) {
+  KeySpec spec;
+  for (const auto& a : args) {
+    ArgSpec s;
+    s.kind = ArgSpec::Kind::reg;
+    s.size = 8;
+    s.user = user;
+    s.is_string = a.string;
+    if (backend == ProbeBackend::fentry) {
+      if (a.index >= 6)
+        throw UserError("--by " + a.text() + ": " + what +
+                            " is probed with fentry, which reads "
+                            "at most 6 arguments (arg0..arg5)",
+                        kKeyHint);
+      s.reg_off = static_cast<int>(8 * a.index);
+    } else {
+      auto off = abi_arg_offset(a.index);
+      if (!off)
+        throw UserError(
+            "--by " + a.text() + ": " + what + "'s argument is not in a register at its entry",
+            "arguments in registers: arg0..arg" + std::to_string(kAbiArgs - 1));
+      s.reg_off = *off;
+    }
+    spec.push_back(s);
+  }
+  return spec;
+}
+
+// A tracepoint's fields (a syscall's arguments are user memory).
+KeySpec tracepoint_key_spec(const std::vector<KeyArg>& args, const std::string& tracefs,
+                            const std::string& category, const std::string& event,
+                            const std::string& what) {
+  const auto text = read_file(tracefs + "/events/" + category + "/" + event + "/format");
+  if (!text) throw UserError("cannot read the format of tracepoint " + category + ":" + event);
+  const auto fields = parse_tracepoint_format(*text);
+  const bool syscall = category == "syscalls";
+  KeySpec spec;
+  for (const auto& a : args) {
+    if (a.index >= fields.size()) {
+      std::vector<std::string> names;
+      for (const auto& f : fields) names.push_back(f.name);
+      throw UserError("--by " + a.text() + ": " + what + " has " + std::to_string(fields.size()) +
+                          " field" + (fields.size() == 1 ? "" : "s") +
+                          (names.empty() ? std::string() : " (" + join(names, ", ") + ")"),
+                      "arg0 is its first field");
+    }
+    const TracepointField& f = fields[a.index];
+    if (starts_with(f.type, "__data_loc") ||
+        (f.size != 1 && f.size != 2 && f.size != 4 && f.size != 8))
+      throw UserError("--by " + a.text() + ": field " + f.name + " (" + f.type + ") of " + what +
+                          " is not an integer pmcprof can read",
+                      kKeyHint);
+    if (a.string && (!syscall || f.size != 8))
+      throw UserError("--by " + a.text() + ": field " + f.name + " of " + what +
+                          " is not a string address pmcprof can read (only a syscall's "
+                          "arguments are)",
+                      "key by it as an integer: --by arg" + std::to_string(a.index));
+    ArgSpec s;
+    s.kind = ArgSpec::Kind::reg;
+    s.reg_off = f.offset;
+    s.size = f.size;
+    s.is_signed = f.is_signed;
+    s.is_string = a.string;
+    s.user = syscall;
+    spec.push_back(s);
+  }
+  return spec;
+}
+
+// usdt:PROVIDER:NAME with -p: the process's executable, then every file it maps.
+std::string find_usdt_binary(const FuncTarget& t, std::optional<pid_t> pid) {
+  if (!t.binary.empty()) return resolve_binary(t.binary, pid);
+  if (!pid)
+    throw UserError(quote(t.text) + " names no file: usdt:PROVIDER:NAME needs -p PID",
+                    "write usdt:BINARY:PROVIDER:NAME (a path or a library name)");
+  std::vector<std::string> files{resolve_binary("", pid)};
+  if (auto maps = read_file("/proc/" + std::to_string(*pid) + "/maps")) {
+    for (const auto& line : split(*maps, '\n')) {
+      const auto slash = line.find('/');
+      if (slash == std::string::npos || line.find(" r-xp ") == std::string::npos) continue;
+      std::string path = line.substr(slash);
+      if (std::find(files.begin(), files.end(), path) == files.end()) files.push_back(path);
+    }
+  }
+  for (const auto& f : files) {
+    try {
+      for (const auto& p : read_usdt_probes(f))
+        if (p.provider == t.provider && p.name == t.name) return f;
+    } catch (const UserError&) {
+      // a mapping that is not a readable ELF file: not where the probe is
+    }
+  }
+  throw UserError("no USDT probe " + quote(t.provider + ":" + t.name) + " in process " +
+                      std::to_string(*pid) + "'s executable or libraries",
+                  "list a file's probes with: readelf -n FILE");
+}
+
+struct SiteResolver {
+  BackendRequest backend;
+  std::optional<pid_t> pid;
   std::optional<KernelProbeSupport> kernel_support;
-  std::vector<AttachPoint> points;
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    AttachPoint p;
-    p.func_id = static_cast<std::uint32_t>(i);
-    p.target = targets[i];
-    switch (p.target.kind) {
-      case FuncTarget::Kind::kernel: {
-        if (auto why = denied_kernel_function(p.target.name); !why.empty())
-          throw UserError("kernel function '" + p.target.name + "' cannot be probed: " + why,
-                          "probe a function that calls it, or a syscall (--func syscall:NAME)");
-        if (!kernel_support) kernel_support = probe_kernel_probe_support(backend);
-        p.backend = choose_kernel_backend(p.target.name, backend, *kernel_support,
-                                          lookup_kernel_function(p.target.name));
-        p.kprobe_fallback = p.backend == ProbeBackend::fentry &&
-                            backend == BackendRequest::automatic && kernel_support->kprobe;
+  std::string tracefs;
+
+  const std::string& tracefs_dir() {
+    if (tracefs.empty()) tracefs = ensure_tracefs_mounted();
+    return tracefs;
+  }
+
+  std::string check_tracepoint(const std::string& category, const std::string& event,
+                               const std::string& what) {
+    const std::string dir = tracefs_dir() + "/events/" + category + "/" + event;
+    if (!std::filesystem::exists(dir))
+      throw UserError("unknown " + what + ": no tracepoint " + dir,
+                      "list them with: ls " + tracefs_dir() + "/events/" + category);
+    return dir;
+  }
+
+  // One point: where its program attaches, and (keys set) its arguments.
+  ProbeSite site(const FuncTarget& t, KeySlots* keys) {
+    ProbeSite s;
+    const std::string what = quote(t.text);
+    auto no_args_here = [&](const char* why) {
+      if (keys && keys->wanted())
+        throw UserError("--by " + keys->args().front().text() + ": " + what + " " + why, kKeyHint);
+    };
+    switch (t.kind) {
+      case FuncTarget::Kind::usdt: {
+        s.backend = ProbeBackend::usdt;
+        s.binary = find_usdt_binary(t, pid);
+        const UsdtProbe probe = find_usdt_probe(s.binary, t.provider, t.name);
+        for (const auto& loc : probe.locations) {
+          ProbeSite::Location l;
+          l.file_offset = loc.file_offset;
+          l.semaphore_offset = loc.semaphore_offset;
+          if (keys && keys->wanted()) {
+            KeySpec spec;
+            for (const auto& a : keys->args())
+              spec.push_back(usdt_arg_spec(probe, loc, a.index, a.string));
+            l.key_slot = keys->add(std::move(spec));
+          }
+          s.locations.push_back(l);
+        }
         break;
       }
       case FuncTarget::Kind::user: {
-        p.backend = ProbeBackend::uprobe;
-        p.binary = resolve_binary(p.target.binary, pid);
-        p.file_offset = find_elf_function(p.binary, p.target.name).file_offset;
-        p.start = uprobe_start_of(p.binary, p.file_offset);
+        s.backend = ProbeBackend::uprobe;
+        s.binary = resolve_binary(t.binary, pid);
+        ProbeSite::Location l;
+        l.file_offset = find_elf_function(s.binary, t.name).file_offset + t.offset.value_or(0);
+        s.retprobe = t.at_return;
+        s.start = uprobe_start_of(s.binary, l.file_offset);
+        if (t.offset) no_args_here("is inside a function, where its arguments are not known");
+        if (t.at_return) no_args_here("is a return, where the arguments are gone");
+        if (keys && keys->wanted())
+          l.key_slot = keys->add(entry_key_spec(keys->args(), ProbeBackend::uprobe, true, what));
+        s.locations.push_back(l);
         break;
       }
-      case FuncTarget::Kind::syscall: {
-        p.backend = ProbeBackend::tracepoint;
-        const std::string tracefs = ensure_tracefs_mounted();
-        const std::string dir = tracefs + "/events/syscalls/sys_enter_" + p.target.name;
-        if (!std::filesystem::exists(dir))
-          throw UserError("unknown syscall '" + p.target.name + "': no tracepoint " + dir,
-                          "list them with: ls " + tracefs + "/events/syscalls");
+      case FuncTarget::Kind::kernel: {
+        if (auto why = denied_kernel_function(t.name); !why.empty())
+          throw UserError("kernel function '" + t.name + "' cannot be probed: " + why,
+                          "probe a function that calls it, or a syscall (syscall:NAME)");
+        if (!kernel_support) kernel_support = probe_kernel_probe_support(BackendRequest::kprobe);
+        // A region's end on a kernel function is a kprobe (a kretprobe for %return).
+        choose_kernel_backend(t.name, BackendRequest::kprobe, *kernel_support,
+                              lookup_kernel_function(t.name));
+        s.backend = ProbeBackend::kprobe;
+        s.function = t.name;
+        s.retprobe = t.at_return;
+        ProbeSite::Location l;
+        if (t.at_return) no_args_here("is a return, where the arguments are gone");
+        if (keys && keys->wanted())
+          l.key_slot = keys->add(entry_key_spec(keys->args(), ProbeBackend::kprobe, false, what));
+        s.locations.push_back(l);
+        break;
+      }
+      case FuncTarget::Kind::syscall:
+      case FuncTarget::Kind::tracepoint: {
+        s.backend = ProbeBackend::tracepoint;
+        const bool syscall = t.kind == FuncTarget::Kind::syscall;
+        s.category = syscall ? "syscalls" : t.category;
+        s.event = syscall ? (t.at_return ? "sys_exit_" : "sys_enter_") + t.name : t.name;
+        check_tracepoint(s.category, s.event,
+                         syscall ? "syscall '" + t.name + "'" : "tracepoint " + what);
+        if (t.at_return) no_args_here("is a return, where the arguments are gone");
+        ProbeSite::Location l;
+        if (keys && keys->wanted())
+          l.key_slot = keys->add(
+              tracepoint_key_spec(keys->args(), tracefs_dir(), s.category, s.event, what));
+        s.locations.push_back(l);
         break;
       }
     }
-    points.push_back(std::move(p));
+    return s;
   }
+};
+
+void refuse_duplicates(const std::vector<AttachPoint>& points) {
   // Two --func naming one function through different names (libc:getppid and c:getppid,
   // ./w:f and /abs/w:f) would share one probe address and report 0 calls each: refused.
   for (std::size_t i = 0; i < points.size(); ++i)
     for (std::size_t j = 0; j < i; ++j) {
       const AttachPoint &a = points[j], &b = points[i];
+      if (a.shape != MeasureShape::function || b.shape != MeasureShape::function) continue;
       std::error_code ec;
       const bool same = a.backend == ProbeBackend::uprobe && b.backend == ProbeBackend::uprobe
                             ? a.file_offset == b.file_offset &&
@@ -95,7 +297,224 @@ std::vector<AttachPoint> resolve_targets(const std::vector<FuncTarget>& targets,
                             " name the same function",
                         "give each function once");
     }
-  return points;
+  // A program runs once per tracepoint: two starts (or two ends, two probes) on one tracepoint
+  // cannot both be attached.
+  std::vector<std::pair<std::string, std::string>> used;  // (role, category:event)
+  auto take = [&](const char* role, const std::string& tp, const std::string& who) {
+    const std::string r = std::strcmp(role, "end") == 0 ? "end" : role;
+    for (const auto& [ur, ut] : used)
+      if (ur == r && ut == tp)
+        throw UserError("tracepoint " + tp + " is used twice as a " + r + " (by " + who +
+                            " and an earlier --func or --region)",
+                        "give each tracepoint once as a start, once as an end, once as a probe");
+    used.emplace_back(r, tp);
+  };
+  for (const auto& p : points) {
+    if (p.shape == MeasureShape::function && p.backend == ProbeBackend::tracepoint) {
+      take("start", "syscalls:sys_enter_" + p.target.name, quote(p.label));
+      take("end", "syscalls:sys_exit_" + p.target.name, quote(p.label));
+    }
+    if (p.begin && p.begin->backend == ProbeBackend::tracepoint)
+      take(p.shape == MeasureShape::probe ? "probe" : "start",
+           p.begin->category + ":" + p.begin->event, quote(p.label));
+    if (p.end && p.end->backend == ProbeBackend::tracepoint)
+      take("end", p.end->category + ":" + p.end->event, quote(p.label));
+  }
+}
+
+}  // namespace
+
+const char* to_string(MeasureShape shape) {
+  switch (shape) {
+    case MeasureShape::function:
+      return "function";
+    case MeasureShape::region:
+      return "region";
+    case MeasureShape::probe:
+      return "probe";
+  }
+  return "?";
+}
+
+std::string ProbeSite::text() const {
+  std::string t = to_string(backend);
+  if (retprobe) t = backend == ProbeBackend::kprobe ? "kretprobe" : "uretprobe";
+  if (!binary.empty()) {
+    t += " " + binary;
+    for (const auto& l : locations) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(l.file_offset));
+      t += buf;
+      if (l.semaphore_offset) {
+        std::snprintf(buf, sizeof(buf), "(semaphore +0x%llx)",
+                      static_cast<unsigned long long>(l.semaphore_offset));
+        t += buf;
+      }
+    }
+  }
+  if (!function.empty()) t += " " + function;
+  if (!event.empty()) t += " " + category + ":" + event;
+  return t;
+}
+
+std::string AttachPoint::backend_text() const {
+  if (shape != MeasureShape::region || !begin || !end) return to_string(backend);
+  const std::string a = to_string(begin->backend), b = to_string(end->backend);
+  return a == b ? a : a + "/" + b;
+}
+
+std::optional<int> abi_arg_offset(unsigned index) {
+#if defined(__x86_64__)
+  // struct pt_regs: rdi, rsi, rdx, rcx, r8, r9
+  static constexpr int kRegs[] = {112, 104, 96, 88, 72, 64};
+#elif defined(__aarch64__)
+  static constexpr int kRegs[] = {0, 8, 16, 24, 32, 40, 48, 56};  // x0-x7
+#else
+#error "pmcprof reads function arguments on x86-64 and arm64"
+#endif
+  if (index >= std::size(kRegs)) return std::nullopt;
+  return kRegs[index];
+}
+
+std::vector<TracepointField> parse_tracepoint_format(const std::string& text) {
+  // "\tfield:const char * filename;\toffset:16;\tsize:8;\tsigned:0;"
+  std::vector<TracepointField> out;
+  for (const auto& raw : split(text, '\n')) {
+    const std::string_view line = trim(raw);
+    if (!starts_with(line, "field:")) continue;
+    TracepointField f;
+    for (const auto& part : split(line, ';')) {
+      const std::string_view item = trim(part);
+      auto number = [&](std::string_view prefix, int& into) {
+        if (!starts_with(item, prefix)) return false;
+        unsigned long long v = 0;
+        if (parse_u64(item.substr(prefix.size()), v)) into = static_cast<int>(v);
+        return true;
+      };
+      int sign = 0;
+      if (starts_with(item, "field:")) {
+        std::string decl(item.substr(6));
+        if (auto br = decl.find('['); br != std::string::npos) decl = decl.substr(0, br);
+        decl = std::string(trim(decl));
+        const auto sp = decl.find_last_of(" *");
+        f.name = sp == std::string::npos ? decl : decl.substr(sp + 1);
+        f.type = std::string(trim(sp == std::string::npos ? "" : decl.substr(0, sp + 1)));
+      } else if (number("offset:", f.offset) || number("size:", f.size)) {
+      } else if (number("signed:", sign)) {
+        f.is_signed = sign != 0;
+      }
+    }
+    if (f.name.empty() || starts_with(f.name, "common_") || f.name == "__syscall_nr") continue;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
+                                const std::vector<RegionSpec>& regions,
+                                const std::vector<KeyArg>& key_args, BackendRequest backend,
+                                std::optional<pid_t> pid) {
+  const std::size_t total = targets.size() + regions.size();
+  if (total > PMCPROF_MAX_FUNCS)
+    throw UserError("too many --func and --region (" + std::to_string(total) + "), at most " +
+                    std::to_string(PMCPROF_MAX_FUNCS));
+  ResolvedTargets out;
+  KeySlots keys(key_args, out);
+  SiteResolver sites{backend, pid, std::nullopt, {}};
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    AttachPoint p;
+    p.func_id = static_cast<std::uint32_t>(i);
+    p.target = targets[i];
+    p.label = p.target.text;
+    const std::string what = quote(p.target.text);
+    if (p.target.is_point()) {
+      p.shape = MeasureShape::probe;
+      p.begin = sites.site(p.target, &keys);
+      p.backend = p.begin->backend;
+      out.points.push_back(std::move(p));
+      continue;
+    }
+    switch (p.target.kind) {
+      case FuncTarget::Kind::kernel: {
+        if (auto why = denied_kernel_function(p.target.name); !why.empty())
+          throw UserError("kernel function '" + p.target.name + "' cannot be probed: " + why,
+                          "probe a function that calls it, or a syscall (--func syscall:NAME)");
+        if (!sites.kernel_support) sites.kernel_support = probe_kernel_probe_support(backend);
+        p.backend = choose_kernel_backend(p.target.name, backend, *sites.kernel_support,
+                                          lookup_kernel_function(p.target.name));
+        p.kprobe_fallback = p.backend == ProbeBackend::fentry &&
+                            backend == BackendRequest::automatic && sites.kernel_support->kprobe;
+        if (keys.wanted()) {
+          // fentry reads the trampoline's argument array, kprobes the registers: a fentry
+          // target that may fall back to kprobes has a slot for each.
+          p.key_slot = keys.add(entry_key_spec(key_args, p.backend, false, what));
+          if (p.kprobe_fallback)
+            p.fallback_key_slot =
+                keys.add(entry_key_spec(key_args, ProbeBackend::kprobe, false, what));
+        }
+        break;
+      }
+      case FuncTarget::Kind::user: {
+        p.backend = ProbeBackend::uprobe;
+        p.binary = resolve_binary(p.target.binary, pid);
+        p.file_offset = find_elf_function(p.binary, p.target.name).file_offset;
+        p.start = uprobe_start_of(p.binary, p.file_offset);
+        if (keys.wanted())
+          p.key_slot = keys.add(entry_key_spec(key_args, ProbeBackend::uprobe, true, what));
+        break;
+      }
+      case FuncTarget::Kind::syscall: {
+        p.backend = ProbeBackend::tracepoint;
+        sites.check_tracepoint("syscalls", "sys_enter_" + p.target.name,
+                               "syscall '" + p.target.name + "'");
+        if (keys.wanted())
+          p.key_slot = keys.add(tracepoint_key_spec(key_args, sites.tracefs_dir(), "syscalls",
+                                                    "sys_enter_" + p.target.name, what));
+        break;
+      }
+      case FuncTarget::Kind::usdt:
+      case FuncTarget::Kind::tracepoint:
+        break;  // points, above
+    }
+    out.points.push_back(std::move(p));
+  }
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    AttachPoint p;
+    p.func_id = static_cast<std::uint32_t>(targets.size() + i);
+    p.shape = MeasureShape::region;
+    p.target = regions[i].start;
+    p.label = regions[i].label();
+    p.begin = sites.site(regions[i].start, &keys);
+    p.end = sites.site(regions[i].end, nullptr);
+    p.backend = p.begin->backend;
+    out.points.push_back(std::move(p));
+  }
+  refuse_duplicates(out.points);
+  return out;
+}
+
+void FuncAttachments::attach_site(const FuncObject& object, const AttachPoint& p,
+                                  const ProbeSite& site, ProbeRole role) {
+  for (const auto& loc : site.locations) {
+    // Only a region's start carries the region flag and, with --by argN, a key slot.
+    const bool start = role != ProbeRole::exit;
+    const std::uint64_t cookie = probe_cookie(p.func_id, start ? loc.key_slot : std::nullopt,
+                                              start && p.shape == MeasureShape::region);
+    switch (site.backend) {
+      case ProbeBackend::uprobe:
+      case ProbeBackend::usdt:
+        links_.push_back(object.attach_user(role, cookie, site.binary, loc.file_offset,
+                                            loc.semaphore_offset, site.retprobe));
+        break;
+      case ProbeBackend::kprobe:
+      case ProbeBackend::fentry:
+        links_.push_back(object.attach_kernel(role, cookie, site.function, site.retprobe));
+        break;
+      case ProbeBackend::tracepoint:
+        links_.push_back(object.attach_tracepoint(role, cookie, site.category, site.event));
+        break;
+    }
+  }
 }
 
 bool FuncAttachments::attach(const FuncObject& object, std::vector<AttachPoint>& points,
@@ -105,19 +524,32 @@ bool FuncAttachments::attach(const FuncObject& object, std::vector<AttachPoint>&
   };
   for (auto& p : points) {
     if (!keep_going(p)) return false;
+    if (p.shape == MeasureShape::probe) {
+      attach_site(object, p, *p.begin, ProbeRole::hit);
+      continue;
+    }
+    if (p.shape == MeasureShape::region) {
+      // The end first: a start with no end attached yet would leave its frame open.
+      attach_site(object, p, *p.end, ProbeRole::exit);
+      attach_site(object, p, *p.begin, ProbeRole::entry);
+      continue;
+    }
+    const std::uint64_t cookie = probe_cookie(p.func_id, p.key_slot);
     switch (p.backend) {
       case ProbeBackend::uprobe:
-        keep(object.attach_uprobe(p.func_id, p.binary, p.file_offset));
+        keep(object.attach_uprobe(cookie, p.binary, p.file_offset));
         break;
       case ProbeBackend::kprobe:
-        keep(object.attach_kprobe(p.func_id, p.target.name));
+        keep(object.attach_kprobe(cookie, p.target.name));
         break;
       case ProbeBackend::tracepoint:
-        keep(object.attach_syscall(p.func_id, p.target.name));
+        keep(object.attach_syscall(cookie, p.target.name));
         break;
+      case ProbeBackend::usdt:
+        break;  // a point: above
       case ProbeBackend::fentry: {
         try {
-          auto a = object.attach_fentry(p.func_id, p.target.name);
+          auto a = object.attach_fentry(cookie, p.target.name);
           keep(std::move(a.links));
           twins_.push_back(std::move(a.twin));
         } catch (const SystemError& e) {
@@ -125,7 +557,7 @@ bool FuncAttachments::attach(const FuncObject& object, std::vector<AttachPoint>&
             throw UserError(e.what(), "use --backend kprobe (or auto)", kExitFailure);
           p.backend = ProbeBackend::kprobe;
           p.fallback_why = e.what();
-          keep(object.attach_kprobe(p.func_id, p.target.name));
+          keep(object.attach_kprobe(probe_cookie(p.func_id, p.fallback_key_slot), p.target.name));
         }
         break;
       }

@@ -44,6 +44,23 @@ const FuncEventRow* find_event(const FuncRow& row, EventKind kind) {
 
 }  // namespace
 
+std::string KeyValue::display() const {
+  switch (type) {
+    case Type::signed_int:
+      return std::to_string(static_cast<std::int64_t>(bits));
+    case Type::unsigned_int:
+      return std::to_string(bits);
+    case Type::string:
+      break;
+  }
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 FuncRow make_func_row(const std::string& function, const std::string& backend,
                       const std::string& by_value, const FuncStats& st, std::uint64_t lost,
                       const std::vector<FuncEventInfo>& events) {

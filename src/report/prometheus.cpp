@@ -143,9 +143,22 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
   }
   for (const auto& f : r.functions) {
     Labels fl{{"function", f.function}};
-    if (!f.by_value.empty() && !r.by.empty()) fl.emplace_back(r.by, f.by_value);
+    if (f.other) {
+      fl.emplace_back("other", "true");  // --by argN: the keys past --max-keys
+    } else if (!f.args.empty()) {
+      const auto names = split(r.by, ',');
+      for (std::size_t i = 0; i < f.args.size(); ++i) {
+        std::string name = i < names.size() ? names[i] : "arg" + std::to_string(i);
+        name = name.substr(0, name.find(':'));  // arg0:str -> arg0
+        const auto& a = f.args[i];
+        fl.emplace_back(name, a.type == KeyValue::Type::string ? a.text : a.display());
+      }
+    } else if (!f.by_value.empty() && !r.by.empty()) {
+      fl.emplace_back(r.by, f.by_value);
+    }
     Labels info = fl;
     info.emplace_back("backend", f.backend);
+    info.emplace_back("kind", f.kind);
     x.add("pmcprof_probe_info", "gauge", "The backend each probed function is attached with.", info,
           1);
     x.add("pmcprof_function_calls_total", "counter", "Completed calls.", fl,

@@ -66,9 +66,23 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
 
 void text_rows(std::ostream& out, const FunctionReport& r) {
   for (const auto& f : r.functions) {
-    out << " " << esc(f.function) << "  [" << f.backend << "]";
-    if (!f.by_value.empty()) out << "  " << r.by << " " << esc(f.by_value);
+    out << " " << esc(f.function) << "  [" << f.backend
+        << (f.kind == "function" ? "" : " " + f.kind) << "]";
+    if (f.other)
+      out << "  other keys (past the first " << r.max_keys << ")";
+    else if (!f.args.empty())
+      out << "  " << esc(f.by_value);
+    else if (!f.by_value.empty())
+      out << "  " << r.by << " " << esc(f.by_value);
     out << "\n";
+    if (f.kind == "probe") {
+      // A single probe's hit is a call of zero length: its count is what there is to say.
+      out << "   " << format_grouped(static_cast<double>(f.calls), 0)
+          << (f.calls == 1 ? " hit" : " hits");
+      if (f.lost) out << ", " << format_grouped(static_cast<double>(f.lost), 0) << " lost";
+      out << "\n\n";
+      continue;
+    }
     out << "   " << format_grouped(static_cast<double>(f.calls), 0)
         << (f.calls == 1 ? " call, " : " calls, ")
         << format_grouped(static_cast<double>(f.not_counted), 0) << " not counted, "
@@ -77,7 +91,11 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
         << format_grouped(static_cast<double>(f.migrated), 0) << " migrated";
     if (f.multiplexed)
       out << ", " << format_grouped(static_cast<double>(f.multiplexed), 0) << " multiplexed";
-    if (f.depth_overflow || f.unmatched_exits || f.abandoned)
+    if (f.kind == "region" && (f.depth_overflow || f.unmatched_exits))
+      out << ", " << format_grouped(static_cast<double>(f.depth_overflow), 0) << " too deep, "
+          << format_grouped(static_cast<double>(f.unmatched_exits), 0)
+          << " ends without a start (not measured)";
+    else if (f.depth_overflow || f.unmatched_exits || f.abandoned)
       out << ", " << format_grouped(static_cast<double>(f.depth_overflow), 0) << " too deep, "
           << format_grouped(static_cast<double>(f.unmatched_exits), 0) << " unmatched returns, "
           << format_grouped(static_cast<double>(f.abandoned), 0)
@@ -91,6 +109,9 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
         {f.read_errors, "with a failed counter read"}};
     for (const auto& [n, what] : unmeasured)
       if (n) out << "   " << format_grouped(static_cast<double>(n), 0) << " calls " << what << "\n";
+    if (f.open && *f.open)
+      out << "   " << format_grouped(static_cast<double>(*f.open), 0)
+          << (*f.open == 1 ? " start" : " starts") << " never ended (not measured)\n";
     if (!f.backend_note.empty()) out << "   (" << f.backend_note << ")\n";
     // The label column fits the longest event name (model events such as
     // arm_ac57::INST_RETIRED:u are longer than the 20 columns that suit the rest).
@@ -117,7 +138,7 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
 // " probe bias (uprobe, 64 calls of an empty function in pmcprof; subtracted): the probe adds
 //  about 1.52 us and 412 instructions per call"
 std::string bias_line(const ProbeBiasRow& b) {
-  std::string line = " probe bias (" + b.backend;
+  std::string line = " probe bias (" + b.backend + (b.kind == "region" ? " region" : "");
   if (!b.first_instruction.empty()) line += ", first instruction " + b.first_instruction;
   if (!b.calibrated) return line + "): not measured: " + b.why_not;
   line += ", " + format_grouped(static_cast<double>(b.calls), 0) + " calls of " + b.probed +
@@ -183,6 +204,8 @@ ojson report_json(const FunctionReport& r, const char* type) {
   j["target"] = text(r.target);
   j["aggregation"] = r.aggregation;
   if (!r.by.empty()) j["by"] = r.by;
+  const bool by_args = starts_with(r.by, "arg");
+  if (by_args) j["max_keys"] = r.max_keys;
   if (r.interval_s) j["interval"] = *r.interval_s;
   j["timestamp_unix_ns"] = r.timestamp_unix_ns;
   j["elapsed_ns"] = r.elapsed_ns;
@@ -195,6 +218,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
   for (const auto& b : r.probe_bias) {
     ojson bj;
     bj["backend"] = b.backend;
+    bj["kind"] = b.kind;
     if (!b.first_instruction.empty()) bj["first_instruction"] = b.first_instruction;
     bj["calibrated"] = b.calibrated;
     if (!b.calibrated) {
@@ -218,7 +242,22 @@ ojson report_json(const FunctionReport& r, const char* type) {
     ojson fj;
     fj["function"] = text(f.function);
     fj["backend"] = f.backend;
-    if (!r.by.empty()) fj[r.by] = text(f.by_value);
+    fj["kind"] = f.kind;
+    if (by_args) {
+      ojson args = ojson::array();
+      for (const auto& a : f.args) {
+        if (a.type == KeyValue::Type::string)
+          args.push_back(text(a.text));
+        else if (a.type == KeyValue::Type::signed_int)
+          args.push_back(static_cast<std::int64_t>(a.bits));
+        else
+          args.push_back(a.bits);
+      }
+      fj["args"] = f.other ? ojson(nullptr) : std::move(args);
+      fj["other"] = f.other;
+    } else if (!r.by.empty()) {
+      fj[r.by] = text(f.by_value);
+    }
     if (f.cgroup_id) fj["cgroup_id"] = *f.cgroup_id;
     fj["calls"] = f.calls;
     fj["not_counted"] = f.not_counted;
@@ -233,6 +272,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
     fj["state_failed"] = f.state_failed;
     fj["not_aggregated"] = f.not_aggregated;
     fj["read_errors"] = f.read_errors;
+    if (f.open) fj["open"] = *f.open;
     if (!f.backend_note.empty()) fj["backend_note"] = f.backend_note;
     fj["wall_ns"] = number(f.wall.total);
     // All calls disturbed: on-CPU time was not measured, which is not 0.

@@ -5,7 +5,9 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <iostream>
 #include <map>
 
@@ -17,6 +19,7 @@
 #include "pmcprof/stream/record_stream.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/progress.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
@@ -98,6 +101,8 @@ std::vector<FuncProbeStats> minus(std::vector<FuncProbeStats> now,
     sub(now[i].state_failed, before[i].state_failed);
     sub(now[i].agg_collisions, before[i].agg_collisions);
     sub(now[i].agg_full, before[i].agg_full);
+    sub(now[i].entered, before[i].entered);
+    sub(now[i].ended, before[i].ended);
   }
   return now;
 }
@@ -110,7 +115,8 @@ struct FunctionSession::State {
   FuncReportRenderer* intervals;
   LibbpfQuiet quiet;
   AggregateChoice agg;
-  std::vector<AttachPoint> points;
+  ResolvedTargets resolved;
+  std::vector<AttachPoint>& points;
   CounterSet counters;
   FuncObject object;
   FuncAttachments attachments;
@@ -136,14 +142,17 @@ struct FunctionSession::State {
         intervals(r),
         quiet(p.verbose),
         agg(checked_aggregate(p)),
-        points(resolve_targets(p.targets, p.backend, p.pid)),
+        resolved(resolve_targets(p.targets, p.regions, p.key_args, p.backend, p.pid)),
+        points(resolved.points),
         // BPF reads counters on the CPU a call runs on: always one per CPU.
         counters(CounterSet::open(p.groups, CounterTarget::system_wide(online_cpus()))),
         object(FuncObject::load(counters, object_config())),
-        stream_total(object.events().size(), p.by),
-        stream_interval(object.events().size(), p.by),
+        stream_total(object.events().size(), p.by, p.max_keys),
+        stream_interval(object.events().size(), p.by, p.max_keys),
         infos(event_infos(counters, object.events())),
         fstats_prev(points.size() + 1) {
+    for (std::size_t slot = 0; slot < resolved.key_specs.size(); ++slot)
+      object.set_key_spec(slot, resolved.key_specs[slot]);
     if (follow_tgids()) object.track(workload ? workload->pid() : *plan.pid);
     if (plan.by == Breakdown::cgroup) cgroup_names.emplace(cgroup2_mount_point());
     if (agg != AggregateChoice::kernel) {
@@ -169,12 +178,60 @@ struct FunctionSession::State {
     for (const auto& cg : plan.filter_cgroups) c.filter_cgroups.emplace_back(cg.id, cg.level);
     c.thread_store = plan.thread_store;
     c.compensate = plan.compensate;
+    c.n_key_args = plan.key_args.size();
+    c.max_keys = plan.max_keys;
+    c.key_slots = resolved.key_specs.size();
+    // Every run with a region calibrates one (usdt), so the programs of both ends load.
     for (const auto& p : points) {
-      c.probe_programs |= p.backend == ProbeBackend::uprobe || p.backend == ProbeBackend::kprobe ||
-                          p.kprobe_fallback;
-      c.syscall_programs |= p.backend == ProbeBackend::tracepoint;
+      const bool region = p.shape == MeasureShape::region;
+      c.count_entries |= region;
+      if (p.shape == MeasureShape::function) {
+        c.probe_programs |= p.backend == ProbeBackend::uprobe ||
+                            p.backend == ProbeBackend::kprobe || p.kprobe_fallback;
+        c.syscall_programs |= p.backend == ProbeBackend::tracepoint;
+        continue;
+      }
+      for (const ProbeSite* site : {p.begin ? &*p.begin : nullptr, p.end ? &*p.end : nullptr}) {
+        if (!site) continue;
+        const bool tp = site->backend == ProbeBackend::tracepoint;
+        if (p.shape == MeasureShape::probe) {
+          c.hit_programs |= !tp;
+          c.tracepoint_hit_program |= tp;
+        } else {
+          c.probe_programs |= !tp;
+          c.syscall_programs |= tp;
+        }
+      }
+      if (region && is_usdt_region(p)) c.probe_programs = true;
     }
     return c;
+  }
+
+  static bool is_usdt_region(const AttachPoint& p) {
+    return p.shape == MeasureShape::region && p.begin && p.end &&
+           p.begin->backend == ProbeBackend::usdt && p.end->backend == ProbeBackend::usdt;
+  }
+
+  // --by argN: a key's arguments, as the BPF side wrote them (bpf/pmcprof.h).
+  std::vector<KeyValue> key_values(const std::string& bytes) const {
+    std::vector<KeyValue> out;
+    const std::size_t n = plan.key_args.size();
+    if (n == 0 || bytes.size() < kKeySize) return out;
+    const std::size_t room = kKeySize / n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const char* slot = bytes.data() + i * room;
+      KeyValue v;
+      if (plan.key_args[i].string) {
+        v.type = KeyValue::Type::string;
+        v.text.assign(slot, strnlen(slot, room));
+      } else {
+        std::memcpy(&v.bits, slot, sizeof(v.bits));
+        const bool is_signed = i < resolved.key_signed.size() && resolved.key_signed[i];
+        v.type = is_signed ? KeyValue::Type::signed_int : KeyValue::Type::unsigned_int;
+      }
+      out.push_back(std::move(v));
+    }
+    return out;
   }
 
   std::string by_value(const FuncKey& key, std::optional<std::uint64_t>& cgroup_id) {
@@ -191,6 +248,12 @@ struct FunctionSession::State {
         // cgroup has gone since).
         cgroup_id = key.number;
         return cgroup_names->name_of(key.number);
+      case Breakdown::args: {
+        if (key.other) return "(other)";
+        std::string out;
+        for (const auto& v : key_values(key.text)) out += (out.empty() ? "" : ", ") + v.display();
+        return out;
+      }
     }
     return {};
   }
@@ -208,25 +271,51 @@ struct FunctionSession::State {
   // Calibrates the way point `p` is probed (once per backend and, for uprobes, per kind of
   // first instruction) and sets the bias of every function probed that way.
   void calibrate(const AttachPoint& p) {
+    // A single probe's hits have no length; a region is calibrated when both its ends are
+    // USDT probes (the usdt backend), and otherwise stated as not calibrated.
+    if (p.shape == MeasureShape::probe) return;
+    if (p.shape == MeasureShape::region && !is_usdt_region(p)) {
+      const std::string way = p.backend_text();
+      for (const auto& b : biases)
+        if (b.region_kinds == way) return;
+      ProbeBias b;
+      b.backend = p.begin->backend;
+      b.region_kinds = way;
+      b.why_not = "a region from a " + std::string(to_string(p.begin->backend)) + " to a " +
+                  to_string(p.end->backend) +
+                  " point is not calibrated: its values include what its probes cost";
+      biases.push_back(std::move(b));
+      return;
+    }
+    const ProbeBackend backend = p.shape == MeasureShape::region ? ProbeBackend::usdt : p.backend;
     auto same_way = [&](const AttachPoint& q) {
-      return q.backend == p.backend && (p.backend != ProbeBackend::uprobe || q.start == p.start);
+      if (q.shape == MeasureShape::probe) return false;
+      if (backend == ProbeBackend::usdt) return is_usdt_region(q);
+      return q.shape == MeasureShape::function && q.backend == p.backend &&
+             (p.backend != ProbeBackend::uprobe || q.start == p.start);
     };
     std::vector<std::uint32_t> ids;
     for (const auto& q : points)
       if (same_way(q)) ids.push_back(q.func_id);
     for (const auto& b : biases) {
-      if (b.backend != p.backend || (b.start && *b.start != p.start)) continue;
+      if (!b.region_kinds.empty() || b.backend != backend || (b.start && *b.start != p.start))
+        continue;
       if (b.subtracted)
         for (auto id : ids) object.set_bias(id, bias_values(b));
       return;
     }
     CalibrationRequest req;
-    req.backend = p.backend;
+    req.backend = backend;
     req.start = p.start;
     req.func_ids = ids;
     req.compensate = plan.compensate;
-    for (const auto& q : points)
-      if (q.backend == ProbeBackend::tracepoint) req.busy_syscalls.push_back(q.target.name);
+    for (const auto& q : points) {
+      if (q.shape == MeasureShape::function && q.backend == ProbeBackend::tracepoint)
+        req.busy_syscalls.push_back(q.target.name);
+      for (const ProbeSite* site : {q.begin ? &*q.begin : nullptr, q.end ? &*q.end : nullptr})
+        if (site && site->category == "syscalls")
+          req.busy_syscalls.push_back(site->event.substr(site->event.find('_', 4) + 1));
+    }
     req.own_work_events = own_work_events();
     biases.push_back(pmcprof::calibrate(object, req, reaper));
   }
@@ -235,7 +324,8 @@ struct FunctionSession::State {
     std::vector<ProbeBiasRow> rows;
     for (const auto& b : biases) {
       ProbeBiasRow row;
-      row.backend = to_string(b.backend);
+      row.backend = b.region_kinds.empty() ? to_string(b.backend) : b.region_kinds;
+      if (!b.region_kinds.empty() || b.backend == ProbeBackend::usdt) row.kind = "region";
       if (b.start) row.first_instruction = to_string(*b.start);
       row.probed = b.probed;
       row.calibrated = b.calibrated;
@@ -258,7 +348,7 @@ struct FunctionSession::State {
   KeyedStats kernel_stats() {
     KeyedStats out;
     for (const auto& ka : object.read_aggregates()) {
-      FuncKey key{ka.func_id, plan.by == Breakdown::cgroup ? ka.cgroup_id : 0, {}};
+      FuncKey key{ka.func_id, plan.by == Breakdown::cgroup ? ka.cgroup_id : 0, ka.key, ka.other};
       auto it = out.try_emplace(key, object.events().size()).first;
       it->second.add_kernel(ka);
     }
@@ -271,6 +361,12 @@ struct FunctionSession::State {
     r.target = describe_function_target(plan);
     r.aggregation = stream_view ? "stream" : "kernel";
     r.by = plan.by == Breakdown::none ? "" : to_string(plan.by);
+    if (plan.by == Breakdown::args) {
+      std::vector<std::string> names;
+      for (const auto& a : plan.key_args) names.push_back(a.text());
+      r.by = join(names, ",");
+      r.max_keys = plan.max_keys;
+    }
     r.untracked = object.untracked();
     r.probe_bias = bias_rows();
     std::uint64_t kernel_lost = 0;
@@ -278,17 +374,25 @@ struct FunctionSession::State {
       const FuncProbeStats& fs = fstats[p.func_id];
       kernel_lost += fs.lost;
       const std::size_t first = r.functions.size();
+      const std::string backend = p.backend_text();
       for (const auto& [key, s] : stats) {
         if (key.func_id != p.func_id) continue;
         std::optional<std::uint64_t> cgroup_id;
         std::string value = by_value(key, cgroup_id);
-        r.functions.push_back(
-            make_func_row(p.target.text, to_string(p.backend), value, s, 0, infos));
-        r.functions.back().cgroup_id = cgroup_id;
+        r.functions.push_back(make_func_row(p.label, backend, value, s, 0, infos));
+        FuncRow& row = r.functions.back();
+        row.cgroup_id = cgroup_id;
+        row.other = key.other;
+        if (plan.by == Breakdown::args && !key.other) row.args = key_values(key.text);
       }
+      // The "other" row of --by argN after the keys it did not fit in.
+      std::stable_partition(r.functions.begin() + static_cast<std::ptrdiff_t>(first),
+                            r.functions.end(), [](const FuncRow& f) { return !f.other; });
       if (r.functions.size() == first)
-        r.functions.push_back(make_func_row(p.target.text, to_string(p.backend), "",
-                                            FuncStats(object.events().size()), 0, infos));
+        r.functions.push_back(
+            make_func_row(p.label, backend, "", FuncStats(object.events().size()), 0, infos));
+      for (std::size_t i = first; i < r.functions.size(); ++i)
+        r.functions[i].kind = to_string(p.shape);
       // What happened to the function's calls outside the sums: on its first row.
       FuncRow& row = r.functions[first];
       // A function's lost records cannot be attributed to a --by key: the report's lost.
@@ -299,6 +403,10 @@ struct FunctionSession::State {
       row.reentered = fs.reentered;
       row.state_failed = fs.state_failed;
       row.not_aggregated = stream_view ? 0 : fs.agg_collisions + fs.agg_full;
+      // A region's starts that found no end: still open at the end of the run, or left by a
+      // thread that went on without ending them (an error path past the end probe).
+      if (p.shape == MeasureShape::region)
+        row.open = fs.entered - std::min(fs.entered, fs.ended + fs.abandoned);
       if (!p.fallback_why.empty()) row.backend_note = "fentry refused: " + p.fallback_why;
     }
     r.lost = stream_view ? std::max(lost_total, kernel_lost) : 0;

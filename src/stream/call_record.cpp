@@ -14,6 +14,8 @@ static_assert(offsetof(CallRecord, flags) == offsetof(pmcprof_record, flags));
 static_assert(offsetof(CallRecord, measured) == offsetof(pmcprof_record, measured));
 static_assert(offsetof(CallRecord, comm) == offsetof(pmcprof_record, comm));
 static_assert(offsetof(CallRecord, delta) == PMCPROF_RECORD_HEADER_SIZE);
+static_assert(offsetof(CallRecord, key) == PMCPROF_RECORD_KEY_OFFSET);
+static_assert(kKeySize == PMCPROF_KEY_SIZE);
 
 bool CallRecord::slept() const {
   return flags & PMCPROF_REC_SLEPT;
@@ -42,6 +44,9 @@ std::optional<CallRecord> decode_call_record(const void* data, std::size_t size)
   if (size < PMCPROF_RECORD_HEADER_SIZE + r.n_events * sizeof(std::uint64_t)) return std::nullopt;
   std::memcpy(r.delta.data(), static_cast<const char*>(data) + PMCPROF_RECORD_HEADER_SIZE,
               r.n_events * sizeof(std::uint64_t));
+  if (size >= sizeof(pmcprof_record))
+    std::memcpy(r.key.data(), static_cast<const char*>(data) + PMCPROF_RECORD_KEY_OFFSET,
+                r.key.size());
   return r;
 }
 

@@ -94,6 +94,8 @@ const char* to_string(Breakdown b) {
       return "cpu";
     case Breakdown::cgroup:
       return "cgroup";
+    case Breakdown::args:
+      return "args";
   }
   return "?";
 }
@@ -110,6 +112,8 @@ FuncKey StreamAggregator::key_of(const CallRecord& r) const {
       return {r.func_id, r.cpu, {}};
     case Breakdown::cgroup:
       return {r.func_id, r.cgroup_id, {}};
+    case Breakdown::args:
+      return {r.func_id, 0, std::string(r.key.data(), r.key.size())};
   }
   return {r.func_id, 0, {}};
 }
@@ -118,7 +122,15 @@ void StreamAggregator::add(const CallRecord& r) {
   ++records_;
   FuncKey key = key_of(r);
   auto it = stats_.find(key);
-  if (it == stats_.end()) it = stats_.emplace(std::move(key), FuncStats(n_events_)).first;
+  if (it == stats_.end()) {
+    if (by_ == Breakdown::args && max_keys_ && keys_[r.func_id] >= max_keys_) {
+      key = FuncKey{r.func_id, 0, {}, true};
+      it = stats_.find(key);
+    } else if (by_ == Breakdown::args) {
+      ++keys_[r.func_id];
+    }
+    if (it == stats_.end()) it = stats_.emplace(std::move(key), FuncStats(n_events_)).first;
+  }
   it->second.add(r);
 }
 

@@ -6,7 +6,7 @@
 - `--aggregate both -j` is one JSON document, the kernel's view nested in it, agreeing with the
   stream on calls and totals;
 - call shapes: nested functions (outer/inner: both exact), recursion deeper than the
-  per-thread stack (the first 8 levels measured, the rest counted as too deep), longjmp out of
+  per-thread stack (the first 16 levels measured, the rest counted as too deep), longjmp out of
   a probed function (the inner call counted as abandoned, the outer one still measured);
 - preemption: a uprobed function called 200,000 times on a CPU it shares with a busy competitor:
   every call's on-CPU time is at most its wall time and nothing is near 2^64 (a wrapped sum),
@@ -113,13 +113,13 @@ class SafetyTest(unittest.TestCase):
                            inner["events"]["task-clock"]["p50"])
 
     def test_recursion_deeper_than_the_stack(self):
-        n, depth = 500, 12
+        n, depth = 500, 20
         s = nest_stat(self, ["recurse"], "recurse", n, depth=depth)
         row = t.func_row(s.json, ":recurse")
         t.log(f"recurse x{n} depth {depth}: {t.describe_func_row(row)}, "
               f"too deep {row['depth_overflow']}")
-        self.assertEqual(row["calls"], n * 8, "the first 8 levels are measured")
-        self.assertEqual(row["depth_overflow"], n * (depth - 8))
+        self.assertEqual(row["calls"], n * 16, "the first 16 levels are measured")
+        self.assertEqual(row["depth_overflow"], n * (depth - 16))
         self.assertEqual(row["unmatched_exits"], 0)
 
     def test_longjmp_out_of_a_probed_function(self):

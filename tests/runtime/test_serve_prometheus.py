@@ -275,7 +275,7 @@ class ServeTest(unittest.TestCase):
             m = parse_metrics(http_get(serve.url)[2])
             calls = m['pmcprof_function_calls_total{function="syscall:getppid"}']
             self.assertGreaterEqual(calls, 2000)
-            self.assertEqual(m['pmcprof_probe_info{function="syscall:getppid",backend="tracepoint"}'], 1)
+            self.assertEqual(m['pmcprof_probe_info{function="syscall:getppid",backend="tracepoint",kind="function"}'], 1)
             self.assertEqual(m['pmcprof_function_oncpu_seconds_count{function="syscall:getppid"}'], calls)
             self.assertEqual(
                 m['pmcprof_function_oncpu_seconds_bucket{function="syscall:getppid",le="+Inf"}'], calls)

@@ -50,7 +50,9 @@ std::vector<unsigned char> bytes_of(const pmcprof_record& r, std::size_t size) {
 TEST(CallRecord, LayoutMatchesBpfHeader) {
   EXPECT_EQ(offsetof(pmcprof_record, delta), static_cast<std::size_t>(PMCPROF_RECORD_HEADER_SIZE));
   EXPECT_EQ(offsetof(pmcprof_record, comm) + 16, offsetof(pmcprof_record, delta));
-  EXPECT_EQ(sizeof(pmcprof_record), PMCPROF_RECORD_HEADER_SIZE + PMCPROF_MAX_EVENTS * 8u);
+  EXPECT_EQ(static_cast<std::size_t>(PMCPROF_RECORD_KEY_OFFSET),
+            PMCPROF_RECORD_HEADER_SIZE + PMCPROF_MAX_EVENTS * 8u);
+  EXPECT_EQ(sizeof(pmcprof_record), PMCPROF_RECORD_KEY_OFFSET + PMCPROF_KEY_SIZE * 1u);
   // CallRecord is a fixed-layout mirror of the C struct: decoding is one copy.
   EXPECT_EQ(sizeof(CallRecord), sizeof(pmcprof_record));
   EXPECT_EQ(offsetof(CallRecord, cgroup_id), offsetof(pmcprof_record, cgroup_id));
@@ -60,6 +62,7 @@ TEST(CallRecord, LayoutMatchesBpfHeader) {
   EXPECT_EQ(offsetof(CallRecord, ran), offsetof(pmcprof_record, ran));
   EXPECT_EQ(offsetof(CallRecord, comm), offsetof(pmcprof_record, comm));
   EXPECT_EQ(offsetof(CallRecord, delta), offsetof(pmcprof_record, delta));
+  EXPECT_EQ(offsetof(CallRecord, key), offsetof(pmcprof_record, key));
   EXPECT_EQ(kMaxBpfEvents, static_cast<std::size_t>(PMCPROF_MAX_EVENTS));
 }
 

@@ -1,6 +1,6 @@
 // libpfm4 resolution: perf-style and model-specific names to perf_event_attr. Needs libpfm4's
-// tables only, no PMU access. Tests that force a PMU restore the environment, so they also
-// pass when the whole binary runs in one process.
+// tables only, no PMU access. Tests that force a PMU run in a process of their own
+// (force_pmu.hpp), so they also pass when the whole binary runs in one process.
 #include <gtest/gtest.h>
 #include <linux/perf_event.h>
 
@@ -18,7 +18,7 @@ using namespace pmcprof;
 
 namespace {
 
-using pmcprof::testing::ForcePmu;
+using pmcprof::testing::with_forced_pmu;
 
 class Resolver : public ::testing::Test {
  protected:
@@ -174,28 +174,30 @@ TEST_F(Resolver, KnownNamesAreLowerCasePerfNames) {
 }
 
 TEST(ResolverForcedPmu, ModelSpecificName) {
-  ForcePmu force("skl");
-  PfmLibrary pfm;
-  EventResolver resolver(pfm);
-  ResolvedEvent ev = resolver.resolve(parse_event("INST_RETIRED:ANY_P"));
-  EXPECT_EQ(ev.attr.type, static_cast<std::uint32_t>(PERF_TYPE_RAW));
-  EXPECT_EQ(ev.attr.config, 0xc0u);
-  EXPECT_EQ(ev.attr.exclude_kernel, 0u);
-  EXPECT_EQ(ev.attr.exclude_user, 0u);
-  EXPECT_EQ(ev.pmu, "skl");
-  EXPECT_EQ(ev.canonical.rfind("skl::INST_RETIRED:ANY_P", 0), 0u) << ev.canonical;
+  with_forced_pmu("skl", [] {
+    PfmLibrary pfm;
+    EventResolver resolver(pfm);
+    ResolvedEvent ev = resolver.resolve(parse_event("INST_RETIRED:ANY_P"));
+    EXPECT_EQ(ev.attr.type, static_cast<std::uint32_t>(PERF_TYPE_RAW));
+    EXPECT_EQ(ev.attr.config, 0xc0u);
+    EXPECT_EQ(ev.attr.exclude_kernel, 0u);
+    EXPECT_EQ(ev.attr.exclude_user, 0u);
+    EXPECT_EQ(ev.pmu, "skl");
+    EXPECT_EQ(ev.canonical.rfind("skl::INST_RETIRED:ANY_P", 0), 0u) << ev.canonical;
+  });
 }
 
 TEST(ResolverForcedPmu, ModelSpecificNameWithModifier) {
-  ForcePmu force("skl");
-  PfmLibrary pfm;
-  EventResolver resolver(pfm);
-  ResolvedEvent ev = resolver.resolve(parse_event("skl::INST_RETIRED:ANY_P:u"));
-  EXPECT_EQ(ev.attr.type, static_cast<std::uint32_t>(PERF_TYPE_RAW));
-  EXPECT_EQ(ev.attr.config, 0xc0u);
-  EXPECT_EQ(ev.attr.exclude_kernel, 1u);
-  EXPECT_EQ(ev.attr.exclude_user, 0u);
-  EXPECT_EQ(ev.display_name(), "skl::INST_RETIRED:ANY_P:u");
+  with_forced_pmu("skl", [] {
+    PfmLibrary pfm;
+    EventResolver resolver(pfm);
+    ResolvedEvent ev = resolver.resolve(parse_event("skl::INST_RETIRED:ANY_P:u"));
+    EXPECT_EQ(ev.attr.type, static_cast<std::uint32_t>(PERF_TYPE_RAW));
+    EXPECT_EQ(ev.attr.config, 0xc0u);
+    EXPECT_EQ(ev.attr.exclude_kernel, 1u);
+    EXPECT_EQ(ev.attr.exclude_user, 0u);
+    EXPECT_EQ(ev.display_name(), "skl::INST_RETIRED:ANY_P:u");
+  });
 }
 
 TEST(EventCatalog, PerfPmuIsPresent) {
@@ -241,11 +243,12 @@ TEST(EventCatalog, FilterWithoutMatchIsEmpty) {
 }
 
 TEST(EventCatalog, ForcedPmuIsPresent) {
-  ForcePmu force("skl");
-  PfmLibrary pfm;
-  auto pmus = event_catalog(pfm, true);
-  const CatalogPmu* skl = find_pmu(pmus, "skl");
-  ASSERT_NE(skl, nullptr);
-  EXPECT_TRUE(skl->present);
-  EXPECT_TRUE(has_event(*skl, {"INST_RETIRED"}));
+  with_forced_pmu("skl", [] {
+    PfmLibrary pfm;
+    auto pmus = event_catalog(pfm, true);
+    const CatalogPmu* skl = find_pmu(pmus, "skl");
+    ASSERT_NE(skl, nullptr);
+    EXPECT_TRUE(skl->present);
+    EXPECT_TRUE(has_event(*skl, {"INST_RETIRED"}));
+  });
 }

@@ -5,6 +5,7 @@
 
 #include "pmcprof/events/event_spec.hpp"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
 
 using namespace pmcprof;
 
@@ -232,6 +233,55 @@ TEST(EventSpec, JunkAfterGroup) {
 
 TEST(EventSpec, SpaceInsideName) {
   expect_list_error("cy cles", {"invalid character", "cy cles"});
+}
+
+// Found by fuzz.events: a line break in a pmu/terms/ event went into the error line raw
+// ("malformed event '\t/8m\n...'"), splitting it in two, with bytes that are not UTF-8.
+// Control characters are in no event name: refused as invalid characters, and every echo of
+// the input is quoted (escaped, shortened).
+TEST(EventSpec, ControlCharactersAreRefusedAndEscaped) {
+  for (const std::string text :
+       {std::string("\t/8m\n\xd0.J\xff\xff\x92\xda", 12), std::string("cy\ncles"),
+        std::string("cpu/event=1\n/"), std::string("{a,b\x1b[2J}"), std::string("a\x7f"),
+        std::string("a\0b", 3)}) {
+    try {
+      parse_event_list(text);
+      ADD_FAILURE() << "accepted: " << escape_bytes(text);
+    } catch (const UserError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("invalid character"), std::string::npos) << what;
+      EXPECT_EQ(what.find_first_of("\n\r\x1b\x7f"), std::string::npos) << escape_bytes(what);
+      EXPECT_TRUE(is_valid_utf8(what)) << escape_bytes(what);
+    }
+  }
+  expect_list_error("cy\ncles", {"'cy\\x0Acles'"});
+  // Group modifiers too (found by fuzz.events: "modifier '\n' repeated" split the line).
+  expect_list_error("{a,b}:u\n\nk,c", {"invalid character in group modifiers", "\\x0A\\x0A"});
+  // Only inside a name: blanks and line breaks around the list and its items are trimmed.
+  EXPECT_EQ(parse_event_list("cycles,\n instructions\n").size(), 2u);
+}
+
+// Every error names the input quoted, so a repeated or unknown modifier that is not a letter
+// stays on the line.
+TEST(EventSpec, RepeatedAndUnknownModifiersAreQuoted) {
+  expect_list_error("{a,b}:uu", {"modifier 'u' repeated"});
+  expect_list_error("{a,b}:\xc3\xa9\xc3\xa9", {"repeated", "'{a,b}:\xc3\xa9\xc3\xa9'"});
+}
+
+// Terms and slashed events that are malformed name the input quoted: bytes that are not UTF-8
+// as \xHH, and long input shortened.
+TEST(EventSpec, MalformedTermsQuoteTheirInput) {
+  expect_list_error("/8m\xd0.J/", {"malformed event '/8m\\xD0.J/'", "expected pmu/terms/"});
+  expect_list_error("cpu/\xff=/", {"malformed term '\\xFF='", "in event 'cpu/\\xFF=/'"});
+  expect_list_error("cpu/a,,b/", {"empty term in event 'cpu/a,,b/'"});
+  const std::string long_terms = "cpu/" + std::string(300, 'x') + ",,/";
+  try {
+    parse_event_list(long_terms);
+    ADD_FAILURE() << "accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("(307 characters)"), std::string::npos) << e.what();
+    EXPECT_LT(std::string(e.what()).size(), 200u) << e.what();
+  }
 }
 
 TEST(EventSpec, MissingEventNameBeforeModifier) {

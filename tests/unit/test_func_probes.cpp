@@ -63,7 +63,7 @@ TEST(DeniedKernelFunction, ResolveTargetsRefusesUpFront) {
                            "ktime_get_mono_fast_ns", "kernel:kprobe_ftrace_handler"}) {
     const FuncTarget t = parse_func_target(text);
     try {
-      resolve_targets({t}, BackendRequest::automatic, std::nullopt);
+      resolve_targets({t}, {}, {}, BackendRequest::automatic, std::nullopt);
       ADD_FAILURE() << "resolved denied " << text;
     } catch (const UserError& e) {
       const std::string what = e.what();

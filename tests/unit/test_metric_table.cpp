@@ -17,7 +17,7 @@
 #include "pmcprof/util/error.hpp"
 
 using namespace pmcprof;
-using pmcprof::testing::ForcePmu;
+using pmcprof::testing::with_forced_pmu;
 
 namespace {
 
@@ -125,77 +125,81 @@ TEST(MetricTable, SelectionByNameAndGroup) {
 
 // Up to Skylake the slots are 4 per cycle and retired ones RETIRE_SLOTS.
 TEST(MetricTableForcedPmu, SkylakeTopdownUsesFourSlotsPerCycle) {
-  ForcePmu force("skl");
-  PfmLibrary pfm;
-  EventResolver resolver(pfm);
-  auto ms = select_metrics({"TopdownL1"}, resolver);
-  ASSERT_EQ(ms.size(), 4u);
-  const MetricChoice* fe = find(ms, "frontend_bound");
-  const MetricChoice* ret = find(ms, "retiring");
-  const MetricChoice* be = find(ms, "backend_bound");
-  ASSERT_TRUE(fe && ret && be);
-  EXPECT_EQ(fe->formula->text(),
-            "100 * IDQ_UOPS_NOT_DELIVERED:CORE / (4 * CPU_CLK_UNHALTED:THREAD_P)");
-  EXPECT_EQ(ret->events(),
-            (std::vector<std::string>{"UOPS_RETIRED:RETIRE_SLOTS", "CPU_CLK_UNHALTED:THREAD_P"}));
-  // 1000 cycles = 4000 slots: 400 empty (10 %), 2000 retired (50 %), 2400 issued with 50
-  // recovery cycles (200 slots): bad speculation (2400 - 2000 + 200) / 4000 = 15 %, the rest
-  // (25 %) back-end bound. The four shares add up to 100.
-  const std::map<std::string, double> v = {{"IDQ_UOPS_NOT_DELIVERED:CORE", 400},
-                                           {"CPU_CLK_UNHALTED:THREAD_P", 1000},
-                                           {"UOPS_RETIRED:RETIRE_SLOTS", 2000},
-                                           {"UOPS_ISSUED:ANY", 2400},
-                                           {"INT_MISC:RECOVERY_CYCLES", 50}};
-  std::string why;
-  double sum = 0;
-  for (const auto& [name, want] : std::map<std::string, double>{{"frontend_bound", 10},
-                                                                {"retiring", 50},
-                                                                {"bad_speculation", 15},
-                                                                {"backend_bound", 25}}) {
-    auto got = evaluate_metric(*find(ms, name), v, &why);
-    ASSERT_TRUE(got) << name << ": " << why;
-    EXPECT_NEAR(*got, want, 1e-9) << name;
-    sum += *got;
-  }
-  EXPECT_NEAR(sum, 100, 1e-9);
+  with_forced_pmu("skl", [] {
+    PfmLibrary pfm;
+    EventResolver resolver(pfm);
+    auto ms = select_metrics({"TopdownL1"}, resolver);
+    ASSERT_EQ(ms.size(), 4u);
+    const MetricChoice* fe = find(ms, "frontend_bound");
+    const MetricChoice* ret = find(ms, "retiring");
+    const MetricChoice* be = find(ms, "backend_bound");
+    ASSERT_TRUE(fe && ret && be);
+    EXPECT_EQ(fe->formula->text(),
+              "100 * IDQ_UOPS_NOT_DELIVERED:CORE / (4 * CPU_CLK_UNHALTED:THREAD_P)");
+    EXPECT_EQ(ret->events(),
+              (std::vector<std::string>{"UOPS_RETIRED:RETIRE_SLOTS", "CPU_CLK_UNHALTED:THREAD_P"}));
+    // 1000 cycles = 4000 slots: 400 empty (10 %), 2000 retired (50 %), 2400 issued with 50
+    // recovery cycles (200 slots): bad speculation (2400 - 2000 + 200) / 4000 = 15 %, the rest
+    // (25 %) back-end bound. The four shares add up to 100.
+    const std::map<std::string, double> v = {{"IDQ_UOPS_NOT_DELIVERED:CORE", 400},
+                                             {"CPU_CLK_UNHALTED:THREAD_P", 1000},
+                                             {"UOPS_RETIRED:RETIRE_SLOTS", 2000},
+                                             {"UOPS_ISSUED:ANY", 2400},
+                                             {"INT_MISC:RECOVERY_CYCLES", 50}};
+    std::string why;
+    double sum = 0;
+    for (const auto& [name, want] : std::map<std::string, double>{{"frontend_bound", 10},
+                                                                  {"retiring", 50},
+                                                                  {"bad_speculation", 15},
+                                                                  {"backend_bound", 25}}) {
+      auto got = evaluate_metric(*find(ms, name), v, &why);
+      ASSERT_TRUE(got) << name << ": " << why;
+      EXPECT_NEAR(*got, want, 1e-9) << name;
+      sum += *got;
+    }
+    EXPECT_NEAR(sum, 100, 1e-9);
+  });
 }
 
 // From Icelake on, TOPDOWN:SLOTS counts the slots (the width is slots / cycles).
 TEST(MetricTableForcedPmu, IcelakeTopdownUsesTheSlotsEvent) {
-  ForcePmu force("icx");
-  PfmLibrary pfm;
-  EventResolver resolver(pfm);
-  auto ms = select_metrics({"TopdownL1"}, resolver);
-  ASSERT_EQ(ms.size(), 4u);
-  EXPECT_EQ(find(ms, "retiring")->formula->text(), "100 * UOPS_RETIRED:SLOTS / TOPDOWN:SLOTS");
-  const std::map<std::string, double> v = {{"TOPDOWN:SLOTS", 5000},
-                                           {"CPU_CLK_UNHALTED:THREAD_P", 1000},
-                                           {"UOPS_ISSUED:ANY", 3000},
-                                           {"UOPS_RETIRED:SLOTS", 2500},
-                                           {"INT_MISC:RECOVERY_CYCLES", 100}};
-  std::string why;
-  // (3000 - 2500 + 5 x 100) / 5000
-  EXPECT_NEAR(*evaluate_metric(*find(ms, "bad_speculation"), v, &why), 20, 1e-9) << why;
+  with_forced_pmu("icx", [] {
+    PfmLibrary pfm;
+    EventResolver resolver(pfm);
+    auto ms = select_metrics({"TopdownL1"}, resolver);
+    ASSERT_EQ(ms.size(), 4u);
+    EXPECT_EQ(find(ms, "retiring")->formula->text(), "100 * UOPS_RETIRED:SLOTS / TOPDOWN:SLOTS");
+    const std::map<std::string, double> v = {{"TOPDOWN:SLOTS", 5000},
+                                             {"CPU_CLK_UNHALTED:THREAD_P", 1000},
+                                             {"UOPS_ISSUED:ANY", 3000},
+                                             {"UOPS_RETIRED:SLOTS", 2500},
+                                             {"INT_MISC:RECOVERY_CYCLES", 100}};
+    std::string why;
+    // (3000 - 2500 + 5 x 100) / 5000
+    EXPECT_NEAR(*evaluate_metric(*find(ms, "bad_speculation"), v, &why), 20, 1e-9) << why;
+  });
 }
 
 // A model without the events: the group is not offered, and asking for it says which events
 // are missing (one line), rather than printing a 0.
 TEST(MetricTableForcedPmu, NoTopdownWhereTheModelHasNoEvents) {
-  ForcePmu force("amd64_fam17h_zen2");
-  PfmLibrary pfm;
-  EventResolver resolver(pfm);
-  // (A forced PMU is the only one libpfm4 has then: not even its generic perf PMU.)
-  auto available = available_metrics(resolver);
-  EXPECT_EQ(find(available, "frontend_bound"), nullptr);
-  try {
-    select_metrics({"TopdownL1"}, resolver);
-    FAIL() << "TopdownL1 accepted";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot be counted here"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("IDQ_UOPS_NOT_DELIVERED:CORE"), std::string::npos);
-  }
-  auto groups = metric_groups(available);
-  EXPECT_EQ(std::count(groups.begin(), groups.end(), "TopdownL1"), 0);
+  with_forced_pmu("amd64_fam17h_zen2", [] {
+    PfmLibrary pfm;
+    EventResolver resolver(pfm);
+    // (A forced PMU is the only one libpfm4 has then: not even its generic perf PMU.)
+    auto available = available_metrics(resolver);
+    EXPECT_EQ(find(available, "frontend_bound"), nullptr);
+    try {
+      select_metrics({"TopdownL1"}, resolver);
+      FAIL() << "TopdownL1 accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot be counted here"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("IDQ_UOPS_NOT_DELIVERED:CORE"), std::string::npos);
+    }
+    auto groups = metric_groups(available);
+    EXPECT_EQ(std::count(groups.begin(), groups.end(), "TopdownL1"), 0);
+  });
 }
 
 namespace {

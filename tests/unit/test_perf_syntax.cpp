@@ -13,6 +13,7 @@
 #include "pmcprof/events/sysfs_pmu.hpp"
 #include "pmcprof/platform/cpu_topology.hpp"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
 
 using namespace pmcprof;
 namespace fs = std::filesystem;
@@ -199,6 +200,35 @@ TEST(SysfsPmu, WhatDoesNotExistIsNamedWithWhatDoes) {
   EXPECT_EQ(parse_term_value("60", "t"), 60u);
   for (const char* bad : {"", "-1", "0x", "12z", "0x1g"})
     expect_user_error([&] { parse_term_value(bad, "t"); }, {"invalid term value"});
+}
+
+// What the user wrote is quoted in every error line (escaped, shortened): a PMU, term or value
+// that is not UTF-8 cannot break the line or the terminal.
+TEST(SysfsPmu, ErrorsQuoteTheInput) {
+  Tree t;
+  fake_pmus(t);
+  expect_user_error([&] { encode_sysfs_event("g\xffpu", {}, "g\xffpu/x/", t.path()); },
+                    {"unknown PMU 'g\\xFFpu' in event 'g\\xFFpu/x/'"});
+  expect_user_error(
+      [&] {
+        encode_sysfs_event("msr", {{"a\xffperf", std::nullopt}}, "msr/a\xffperf/", t.path());
+      },
+      {"PMU 'msr' has no event 'a\\xFFperf' (in 'msr/a\\xFFperf/')"});
+  expect_user_error(
+      [&] {
+        encode_sysfs_event("cpu", {{"col\xffour", "1"}}, "cpu/col\xffour=1/", t.path());
+      },
+      {"PMU 'cpu' has no term 'col\\xFFour'"});
+  expect_user_error([&] { parse_term_value("1\xff", "cpu/event=1\xff/"); },
+                    {"invalid term value '1\\xFF' in event 'cpu/event=1\\xFF/'"});
+  const std::string long_pmu(500, 'p');
+  try {
+    encode_sysfs_event(long_pmu, {}, long_pmu + "/x/", t.path());
+    ADD_FAILURE() << "accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("(500 characters)"), std::string::npos) << e.what();
+    EXPECT_LT(std::string(e.what()).size(), 300u);
+  }
 }
 
 TEST(SysfsPmu, ResolverUsesSysfsAndTracefs) {

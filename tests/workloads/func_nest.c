@@ -1,6 +1,6 @@
 /* Function-mode workload for call shapes the per-thread stack must get right:
  *   nest N          outer() calls inner() N times: both probed, nested
- *   recurse N D     recurse(D) N times: D levels of recursion (deeper than the BPF stack of 8)
+ *   recurse N D     recurse(D) N times: D levels of recursion (deeper than the BPF stack of 16)
  *   longjmp N       jump_outer() calls jump_inner(), which longjmps out N times: inner never
  *                   returns, outer does
  *   busy N          tiny() N times (pin it and a competitor to one CPU to force preemption)

@@ -46,9 +46,12 @@ struct StatOptions {
   bool subcommand_word = false;              // `stat record|report` (perf's, not pmcprof's)
   // Function mode (--func): per-call deltas through BPF.
   std::vector<std::string> funcs;     // --func, repeatable
+  std::vector<std::string> regions;   // --region [NAME=]START,END, repeatable
+  bool python = false;                // --python: Python functions (a region, keyed)
+  std::optional<long long> max_keys;  // --max-keys
   std::string backend = "auto";       // --backend auto|fentry|kprobe
   std::string aggregate = "auto";     // --aggregate auto|kernel|stream|both
-  std::optional<std::string> by;      // --by pid|comm|cpu|cgroup
+  std::optional<std::string> by;      // --by pid|comm|cpu|cgroup|argN[:str][,argM[:str]]
   bool no_sched_hook = false;         // --no-sched-hook
   long long buffer_pages = 256;       // --buffer-pages
   std::string thread_state = "auto";  // --thread-state
@@ -59,6 +62,9 @@ struct StatOptions {
   std::vector<std::string> cgroups;          // -G, comma lists, repeatable
   std::vector<std::string> for_each_cgroup;  // --for-each-cgroup DIR_OR_REGEX
   std::string cgroup_backend = "auto";       // --cgroup-backend auto|fd|bpf
+
+  // Function mode: any --func, --region or --python.
+  bool function_mode() const { return !funcs.empty() || !regions.empty() || python; }
 };
 
 // Checks flag combinations that are wrong whatever the machine; throws UserError.

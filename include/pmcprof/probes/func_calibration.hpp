@@ -27,6 +27,8 @@ UprobeStart uprobe_start_of(const std::string& path, std::uint64_t file_offset);
 //               `mov %rdi,%rax; ret`; arm64: `nop; ret`); its own instructions are not bias
 //   kprobe      sys_ni_syscall (returns -ENOSYS), called by a syscall no kernel implements
 //   fentry      the same function
+//   usdt        a region between two nops in pmcprof (a USDT probe site is one nop): the
+//               whole of it is the probes' cost (regions whose both ends are USDT probes)
 //   tracepoint  the pair of a cheap syscall no target uses (getppid, getpid, ...); the
 //               syscall's own work is inside, so this is an upper bound: stated, never
 //               subtracted
@@ -34,10 +36,13 @@ struct ProbeBias {
   ProbeBackend backend = ProbeBackend::uprobe;
   std::optional<UprobeStart> start;  // uprobes
   std::string probed;                // what was probed, for the report
-  bool calibrated = false;           // false: why_not says why
+  // Regions whose ends are not both USDT probes: their kinds ("uprobe/usdt", "tracepoint"),
+  // stated as not calibrated.
+  std::string region_kinds;
+  bool calibrated = false;  // false: why_not says why
   std::string why_not;
-  bool subtracted = false;  // compensating this backend's calls
-  std::size_t calls = 0;    // calibration calls measured
+  bool subtracted = false;                           // compensating this backend's calls
+  std::size_t calls = 0;                             // calibration calls measured
   std::vector<std::optional<std::uint64_t>> events;  // per BPF event: median per call
   std::uint64_t wall_ns = 0;                         // median
   std::uint64_t oncpu_ns = 0;                        // median

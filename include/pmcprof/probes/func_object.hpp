@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/probes/bpf_object.hpp"
+#include "pmcprof/probes/target_spec.hpp"
 #include "pmcprof/util/fd.hpp"
 
 struct func_bpf;
@@ -32,6 +34,8 @@ struct FuncProbeStats {
   std::uint64_t state_failed = 0;    // no per-thread state could be made
   std::uint64_t agg_collisions = 0;  // kernel aggregation busy on the CPU (preempted)
   std::uint64_t agg_full = 0;        // no room for another --by cgroup key
+  std::uint64_t entered = 0;         // runs with regions: starts measured ...
+  std::uint64_t ended = 0;           // ... and the ends that matched one
 };
 
 // Where per-thread state lives: task local storage (freed with the task), or a preallocated
@@ -54,15 +58,35 @@ struct FuncObjectConfig {
   std::size_t max_threads = 8192;    // hash store: threads with state at once
   std::size_t max_tracked = 4096;    // processes followed at once (-- CMD, -p)
   std::size_t max_cgroup_keys = 16;  // --by cgroup: cgroups kept per function in the kernel
-  bool compensate = true;            // subtract the calibrated probe bias from every call
-  bool probe_programs = false;       // func_entry/func_exit: kprobes and uprobes
-  bool syscall_programs = false;     // syscall_entry/syscall_exit
+  // --by argN: the arguments read at each start (1 or 2), the keys a function keeps in the
+  // kernel's sums (the rest are summed as its "other"), and the start points' key specs (a
+  // point's cookie carries its slot + 1).
+  std::size_t n_key_args = 0;
+  std::size_t max_keys = 64;
+  std::size_t key_slots = 0;
+  bool count_entries = false;           // regions: starts and matched ends counted
+  bool compensate = true;               // subtract the calibrated probe bias from every call
+  bool probe_programs = false;          // func_entry/func_exit: kprobes and uprobes
+  bool syscall_programs = false;        // syscall_entry/syscall_exit: any tracepoint
+  bool hit_programs = false;            // probe_hit: single USDT probes, uprobes, kprobes
+  bool tracepoint_hit_program = false;  // tracepoint_hit: single tracepoints
 };
+
+// Which of the object's programs an attach point runs: a call's (or region's) start or end,
+// or a single probe's hit.
+enum class ProbeRole { entry, exit, hit };
+
+// The BPF cookie of an attach point (bpf/pmcprof.h): the function id, the key spec slot
+// (--by argN, nullopt: none read here), and whether it starts a region.
+std::uint64_t probe_cookie(std::uint32_t func_id, std::optional<std::size_t> key_slot = {},
+                           bool region = false);
 
 // The kernel's sums of one function (and cgroup), merged over CPUs.
 struct KernelAggregate {
   std::uint32_t func_id = 0;
   std::uint64_t cgroup_id = 0;
+  std::string key;     // --by argN: the key's PMCPROF_KEY_SIZE bytes
+  bool other = false;  // --by argN: the calls of keys past the function's max_keys
   std::shared_ptr<const pmcprof_agg> agg;
   // [histogram index (PMCPROF_HIST_*)][bucket]; empty where a histogram is not kept.
   std::vector<std::vector<std::uint64_t>> hists;
@@ -88,11 +112,24 @@ class FuncObject {
   ThreadStore thread_store() const { return store_; }
   std::uint32_t calibration_id() const { return static_cast<std::uint32_t>(config_.n_funcs); }
 
-  // Attach pairs (entry, exit) for one function id; throw UserError (exit 1) on failure.
-  std::vector<BpfLink> attach_uprobe(std::uint32_t id, const std::string& binary,
+  // Attach pairs (entry, exit) for one function; `id` is the entry's cookie (probe_cookie:
+  // the function id, and the --by argN key slot). Throw UserError (exit 1) on failure.
+  std::vector<BpfLink> attach_uprobe(std::uint64_t id, const std::string& binary,
                                      std::uint64_t offset, pid_t pid = -1) const;
-  std::vector<BpfLink> attach_kprobe(std::uint32_t id, const std::string& function) const;
-  std::vector<BpfLink> attach_syscall(std::uint32_t id, const std::string& syscall) const;
+  std::vector<BpfLink> attach_kprobe(std::uint64_t id, const std::string& function) const;
+  std::vector<BpfLink> attach_syscall(std::uint64_t id, const std::string& syscall) const;
+  // One program at one point (regions, single probes, USDT): a uprobe (retprobe: a
+  // uretprobe) at a file offset, with a USDT semaphore (its file offset, 0: none) that the
+  // kernel raises while it is attached; a kprobe (kretprobe); a tracepoint. Throw UserError.
+  BpfLink attach_user(ProbeRole role, std::uint64_t cookie, const std::string& binary,
+                      std::uint64_t offset, std::uint64_t semaphore_offset, bool retprobe,
+                      pid_t pid = -1) const;
+  BpfLink attach_kernel(ProbeRole role, std::uint64_t cookie, const std::string& function,
+                        bool retprobe) const;
+  BpfLink attach_tracepoint(ProbeRole role, std::uint64_t cookie, const std::string& category,
+                            const std::string& name) const;
+  // --by argN: where a start point's arguments are (before it is attached).
+  void set_key_spec(std::size_t slot, const KeySpec& spec) const;
   // fentry/fexit on `function`: a twin object sharing every map, loaded against that
   // function's BTF (the kernel verifies tracing programs per target). Returns the links and
   // the twin that owns the programs; throws SystemError when the kernel refuses, so the
@@ -101,7 +138,7 @@ class FuncObject {
     std::vector<BpfLink> links;
     std::shared_ptr<void> twin;
   };
-  FentryAttachment attach_fentry(std::uint32_t id, const std::string& function) const;
+  FentryAttachment attach_fentry(std::uint64_t id, const std::string& function) const;
   // sched_switch (if configured), fork (if following) and exit hooks.
   std::vector<BpfLink> attach_scheduler_hooks() const;
 

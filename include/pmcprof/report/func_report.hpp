@@ -37,12 +37,26 @@ struct FuncEventRow {
   Histogram histogram;  // per-call values (Prometheus histograms)
 };
 
+// One argument of a --by argN key, as read at the start.
+struct KeyValue {
+  enum class Type { string, signed_int, unsigned_int };
+  Type type = Type::string;
+  std::string text;             // string
+  std::uint64_t bits = 0;       // integers (a signed one as its two's complement bits)
+  std::string display() const;  // "text" in double quotes (escaped), or the number
+};
+
 // One function (or one function and one --by value) in a function-mode report.
 struct FuncRow {
-  std::string function;  // as given to --func
-  std::string backend;   // fentry, kprobe, uprobe, tracepoint
+  std::string function;           // as given to --func; a region's name (or its text)
+  std::string backend;            // fentry, kprobe, uprobe, tracepoint, usdt; a region's "a/b"
+  std::string kind = "function";  // function, region (START,END), probe (a single probe's hits)
   std::string by_value;  // the --by key ("" without --by); the cgroup's path for --by cgroup
   std::optional<std::uint64_t> cgroup_id;  // --by cgroup
+  std::vector<KeyValue> args;              // --by argN: the key (empty on the `other` row)
+  bool other = false;                      // --by argN: the calls of keys past --max-keys, folded
+  // Regions: starts that never ended (still open when the run ended, or left by their thread).
+  std::optional<std::uint64_t> open;
   std::uint64_t calls = 0;
   std::uint64_t not_counted = 0;
   std::uint64_t lost = 0;  // records of this function the stream dropped
@@ -70,6 +84,7 @@ struct FuncRow {
 // that does nothing) and whether it was subtracted from every call's values.
 struct ProbeBiasRow {
   std::string backend;
+  std::string kind = "function";  // function: a probe pair; region: a region's two probes
   std::string first_instruction;  // uprobes: "push", "endbr64" or "single-stepped"
   std::string probed;
   bool calibrated = false;
@@ -87,9 +102,10 @@ struct ProbeBiasRow {
 };
 
 struct FunctionReport {
-  std::string target;       // "system wide", "sleep 1", "process id 42"
-  std::string aggregation;  // "stream", "kernel"
-  std::string by;           // "", "pid", "comm", "cpu", "cgroup"
+  std::string target;        // "system wide", "sleep 1", "process id 42"
+  std::string aggregation;   // "stream", "kernel"
+  std::string by;            // "", "pid", "comm", "cpu", "cgroup", "arg0:str,arg1" (--by argN)
+  std::size_t max_keys = 0;  // --by argN: keys per function before `other`
   std::uint64_t elapsed_ns = 0;
   std::optional<double> interval_s;
   std::uint64_t timestamp_unix_ns = 0;

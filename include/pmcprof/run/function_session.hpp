@@ -26,6 +26,7 @@ enum class AggregateChoice { automatic, stream, kernel, both };
 struct FunctionPlan {
   std::vector<ResolvedGroup> groups;
   std::vector<FuncTarget> targets;
+  std::vector<RegionSpec> regions;   // --region: measured like calls, after the --func
   bool system_wide = false;          // -a: every process
   std::optional<pid_t> pid;          // -p: this process (and its children)
   std::vector<std::string> command;  // -- CMD: only CMD and its descendants (without -a)
@@ -34,6 +35,8 @@ struct FunctionPlan {
   BackendRequest backend = BackendRequest::automatic;
   AggregateChoice aggregate = AggregateChoice::automatic;
   Breakdown by = Breakdown::none;
+  std::vector<KeyArg> key_args;  // --by argN (by == args)
+  std::size_t max_keys = 64;     // --max-keys: keys per function, the rest folded as "other"
   bool sched_hook = true;
   std::size_t buffer_pages = 256;
   ThreadStore thread_store = ThreadStore::automatic;

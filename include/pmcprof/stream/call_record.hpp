@@ -9,6 +9,7 @@
 namespace pmcprof {
 
 inline constexpr std::size_t kMaxBpfEvents = 8;  // PMCPROF_MAX_EVENTS (bpf/pmcprof.h)
+inline constexpr std::size_t kKeySize = 128;     // PMCPROF_KEY_SIZE
 
 // One completed call as it leaves the kernel: the layout of struct pmcprof_record
 // (bpf/pmcprof.h, checked at compile time), so decoding is one copy and no allocation.
@@ -27,6 +28,8 @@ struct CallRecord {
   std::uint8_t ran = 0;       // bit i: event i ran for at least part of it
   std::array<char, 16> comm{};
   std::array<std::uint64_t, kMaxBpfEvents> delta{};  // only n_events are meaningful
+  // --by argN: the arguments read at the call's start (zero when the sample has none).
+  std::array<char, kKeySize> key{};
 
   bool slept() const;
   bool migrated() const;
@@ -37,7 +40,8 @@ struct CallRecord {
 };
 
 // Decodes a BPF-output sample. nullopt when the size does not fit the header and the
-// n_events it announces (a truncated or foreign sample).
+// n_events it announces (a truncated or foreign sample). A sample of the full record's size
+// carries the key (--by argN).
 std::optional<CallRecord> decode_call_record(const void* data, std::size_t size);
 
 }  // namespace pmcprof

@@ -63,32 +63,41 @@ inline std::uint64_t min_of(std::uint64_t min_inv) {
   return min_inv ? ~min_inv : 0;
 }
 
-// What a --by breakdown splits on.
-enum class Breakdown { none, pid, comm, cpu, cgroup };
+// What a --by breakdown splits on (args: the start point's arguments, --by argN).
+enum class Breakdown { none, pid, comm, cpu, cgroup, args };
 const char* to_string(Breakdown b);
 
 // The key of one result row: a function and, with --by, the value it was split on (a number
-// for pid, cpu and cgroup; text for comm).
+// for pid, cpu and cgroup; text for comm; the key's bytes for args, or `other`: the calls of
+// the keys past the function's max_keys).
 struct FuncKey {
   std::uint32_t func_id = 0;
   std::uint64_t number = 0;
   std::string text;
+  bool other = false;
   auto operator<=>(const FuncKey&) const = default;
 };
 
-// Stream-side aggregation: records in, FuncStats per key out.
+// Stream-side aggregation: records in, FuncStats per key out. With --by argN a function keeps
+// at most max_keys keys, as the kernel does: the calls of later keys go to its `other` key.
 class StreamAggregator {
  public:
-  StreamAggregator(std::size_t n_events, Breakdown by) : n_events_(n_events), by_(by) {}
+  StreamAggregator(std::size_t n_events, Breakdown by, std::size_t max_keys = 0)
+      : n_events_(n_events), by_(by), max_keys_(max_keys) {}
   void add(const CallRecord& r);
   const std::map<FuncKey, FuncStats>& stats() const { return stats_; }
   std::uint64_t records() const { return records_; }
-  void clear() { stats_.clear(); }
+  void clear() {
+    stats_.clear();
+    keys_.clear();
+  }
 
  private:
   FuncKey key_of(const CallRecord& r) const;
   std::size_t n_events_;
   Breakdown by_;
+  std::size_t max_keys_;
+  std::map<std::uint32_t, std::size_t> keys_;  // per function: keys it has
   std::map<FuncKey, FuncStats> stats_;
   std::uint64_t records_ = 0;
 };
