@@ -6,10 +6,15 @@ set -eu
 # config), libcrypt-dev (bcrypt); its tests: openssl (certificates), prometheus (promtool too),
 # systemd (systemd-analyze verify of the unit), adduser (the package's system user), strace
 # (the unit's system-call filter against what pmcprof calls).
+# USDT probes: systemtap-sdt-dev (<sys/sdt.h> for tests/workloads/sdt_workload.c); the USDT
+# tests run Debian's python3.11 (its python:function__entry/return probes) and PostgreSQL 15
+# (postgresql-15: postgres, initdb, pg_ctl, psql, pgbench, pg_stat_statements; the test starts
+# its own server in a temporary directory, so the cluster the package creates is not needed).
 PKGS="build-essential cmake pkg-config clang llvm libbpf-dev bpftool libcli11-dev nlohmann-json3-dev \
 libpfm4-dev libelf-dev zlib1g-dev libre2-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
 prometheus curl jq python3-jsonschema man-db qemu-system-x86 busybox-static \
-libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd adduser strace"
+libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd adduser strace \
+systemtap-sdt-dev postgresql-15"
 # The arm64 guest test (tests/guest/test_guest_arm64_pmu.py): a cross build of pmcprof against
 # the arm64 libraries, installed multi-arch beside the amd64 ones, and qemu-system-aarch64.
 # Not busybox-static:arm64 nor libyaml-cpp-dev:arm64: neither is multi-arch, and installing one

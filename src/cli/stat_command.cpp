@@ -365,6 +365,8 @@ std::optional<std::string> command_program(const std::string& cmd) {
 
 }  // namespace
 
+constexpr std::size_t kPythonMaxKeys = 256;
+
 // --python: a region between the interpreter's function__entry and function__return probes,
 // keyed by the code's file and function name (their first two arguments) unless --by says
 // otherwise. The interpreter: the -p process's executable, or the command's program.
@@ -392,6 +394,9 @@ static void add_python_region(const StatOptions& opts, FunctionPlan& plan) {
     plan.by = Breakdown::args;
     plan.key_args = *parse_key_args("arg0:str,arg1:str");
   }
+  // A program's own functions come after the interpreter's start-up and its imports: room
+  // for more than the 64 keys of other runs.
+  if (!opts.max_keys) plan.max_keys = kPythonMaxKeys;
   if (opts.verbose && !opts.quiet)
     std::cerr << "pmcprof: --python is --region python=" << probes << "entry," << probes
               << "return --by " << (opts.by ? *opts.by : std::string("arg0:str,arg1:str")) << "\n";

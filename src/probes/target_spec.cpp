@@ -200,6 +200,13 @@ FuncTarget parse_probe_point(std::string_view raw, const char* which) {
   FuncTarget t;
   t.text = std::string(text);
   check_length(text, 2 * kMaxUserName, "the target", t.text);
+  const bool point = starts_with(text, "usdt:") || starts_with(text, "tracepoint:");
+  if (point && (ends_with(text, "%return") ||
+                text.substr(text.rfind(':') + 1).find('+') != std::string_view::npos))
+    throw UserError(flag + " " + quote(t.text) +
+                        ": a USDT probe or a tracepoint is one point, with no return or offset "
+                        "(%return and +OFFSET apply to functions)",
+                    kRegionHint);
   if (auto rest = strip_prefix(text, "usdt:"); !rest.empty() || text == "usdt:")
     return parse_usdt(rest, t, flag.c_str());
   if (auto rest = strip_prefix(text, "tracepoint:"); !rest.empty() || text == "tracepoint:")

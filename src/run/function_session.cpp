@@ -207,6 +207,14 @@ struct FunctionSession::State {
     return c;
   }
 
+  // A region from Python's function__entry whose ends mostly found no start: the interpreter
+  // did not fire the entry probe (CPython 3.11 without a profiler), which the report says.
+  static bool python_entry_missing(const AttachPoint& p, const FuncProbeStats& fs) {
+    return p.shape == MeasureShape::region && p.begin && p.begin->backend == ProbeBackend::usdt &&
+           p.target.provider == "python" && p.target.name == "function__entry" &&
+           fs.unmatched_exit > fs.entered;
+  }
+
   static bool is_usdt_region(const AttachPoint& p) {
     return p.shape == MeasureShape::region && p.begin && p.end &&
            p.begin->backend == ProbeBackend::usdt && p.end->backend == ProbeBackend::usdt;
@@ -408,6 +416,13 @@ struct FunctionSession::State {
       if (p.shape == MeasureShape::region)
         row.open = fs.entered - std::min(fs.entered, fs.ended + fs.abandoned);
       if (!p.fallback_why.empty()) row.backend_note = "fentry refused: " + p.fallback_why;
+      if (python_entry_missing(p, fs))
+        row.backend_note =
+            "python:function__entry fired " + std::to_string(fs.entered) + " times, " +
+            std::to_string(fs.unmatched_exit) +
+            " function__return without it: CPython 3.11 fires function__entry only while a "
+            "profile or trace function is set (CPython issue 98894); run the program under "
+            "one (python3 -m cProfile -o /dev/null SCRIPT, or sys.setprofile)";
     }
     r.lost = stream_view ? std::max(lost_total, kernel_lost) : 0;
     r.partial = r.lost > 0;

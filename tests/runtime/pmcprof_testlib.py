@@ -195,7 +195,8 @@ def stat(args, command=(), timeout=60, fmt="json", **kw):
         if os.path.exists(out):
             with open(out) as f:
                 text = f.read()
-    counting_text = fmt != "json" and "-j" not in args and "--func" not in args
+    function_mode = any(a in args for a in ("--func", "--region", "--python"))
+    counting_text = fmt != "json" and "-j" not in args and not function_mode
     if counting_text and text:
         header = STARTED_ON.match(text)
         if not header:
@@ -425,8 +426,8 @@ def main(requires_root=True, requires_perf=False, doc=None):
 # Names of the BPF programs pmcprof loads (function mode, counter self-test) and of the ones
 # `doctor` (and the kernel --func error path, which asks the doctor probes) loads.
 PMCPROF_BPF_PROGRAMS = ("func_entry", "func_exit", "func_fentry", "func_fexit", "syscall_entry",
-                        "syscall_exit", "on_switch", "on_fork", "on_task_exit", "read_counters",
-                        "cgroup_switch", "cgroup_flush")
+                        "syscall_exit", "probe_hit", "tracepoint_hit", "on_switch", "on_fork",
+                        "on_task_exit", "read_counters", "cgroup_switch", "cgroup_flush")
 
 
 def is_pmcprof_program(name):
@@ -943,3 +944,88 @@ class BackgroundStat:
     def kill(self):
         stop(self.proc)
         self.tmp.cleanup()
+
+
+# ---------------------------------------------------------------- USDT probes (sys/sdt.h notes)
+
+def _elf64(path):
+    """(header fields, program headers, sections) of a little-endian ELF64 file: a reader of its
+    own, independent of pmcprof's, for the tests' ground truth."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise ValueError(f"{path}: not a little-endian ELF64 file")
+    (e_phoff, e_shoff, _flags, _ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum,
+     e_shstrndx) = struct.unpack_from("<QQIHHHHHH", data, 0x20)
+    phdrs = []
+    for i in range(e_phnum):
+        p_type, p_flags, p_offset, p_vaddr, _pa, p_filesz, _memsz, _al = struct.unpack_from(
+            "<IIQQQQQQ", data, e_phoff + i * e_phentsize)
+        phdrs.append((p_type, p_flags, p_offset, p_vaddr, p_filesz))
+    raw = []
+    for i in range(e_shnum):
+        (sh_name, sh_type, _fl, sh_addr, sh_offset, sh_size, _link, _info, _al,
+         _es) = struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize)
+        raw.append((sh_name, sh_type, sh_addr, sh_offset, sh_size))
+    strtab = raw[e_shstrndx]
+    sections = {}
+    for name_off, sh_type, addr, off, size in raw:
+        start = strtab[3] + name_off
+        name = data[start:data.index(b"\0", start)].decode()
+        sections[name] = (sh_type, addr, off, size)
+    return data, phdrs, sections
+
+
+def sdt_notes(path):
+    """The SDT notes of PATH: [{provider, name, pc, semaphore (link-time addresses, .stapsdt.base
+    adjusted), args}] in note order."""
+    import struct
+    data, _phdrs, sections = _elf64(path)
+    if ".note.stapsdt" not in sections:
+        return []
+    _t, _a, off, size = sections[".note.stapsdt"]
+    base_addr = sections.get(".stapsdt.base", (0, None, 0, 0))[1]
+    notes, pos = [], off
+    while pos + 12 <= off + size:
+        namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+        name = data[pos + 12:pos + 12 + namesz]
+        desc = pos + 12 + ((namesz + 3) & ~3)
+        if ntype == 3 and name == b"stapsdt\0":
+            pc, base, sema = struct.unpack_from("<QQQ", data, desc)
+            strings = data[desc + 24:desc + descsz].split(b"\0")
+            adjust = (base_addr - base) if base_addr is not None and base else 0
+            notes.append({"provider": strings[0].decode(), "name": strings[1].decode(),
+                          "args": strings[2].decode(), "pc": pc + adjust,
+                          "semaphore": sema + adjust if sema else 0})
+        pos = desc + ((descsz + 3) & ~3)
+    return notes
+
+
+def usdt_semaphore(pid, path, provider, name):
+    """The value of probe PROVIDER:NAME's semaphore in process PID's memory (its file PATH mapped
+    there), as the kernel raises it while a uprobe with it is attached; None when the probe has
+    no semaphore or PATH is not mapped."""
+    import struct
+    note = next((n for n in sdt_notes(path) if n["provider"] == provider and n["name"] == name),
+                None)
+    if note is None or not note["semaphore"]:
+        return None
+    _data, phdrs, _s = _elf64(path)
+    file_off = None
+    for p_type, _flags, p_offset, p_vaddr, p_filesz in phdrs:
+        if p_type == 1 and p_vaddr <= note["semaphore"] < p_vaddr + p_filesz:
+            file_off = note["semaphore"] - p_vaddr + p_offset
+    real = os.path.realpath(path)
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 6 or fields[5] != real:
+                continue
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            map_off = int(fields[2], 16)
+            if file_off is not None and map_off <= file_off < map_off + (hi - lo):
+                with open(f"/proc/{pid}/mem", "rb") as mem:
+                    mem.seek(lo + file_off - map_off)
+                    return struct.unpack("<H", mem.read(2))[0]
+    return None
