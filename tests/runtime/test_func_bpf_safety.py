@@ -37,6 +37,39 @@ def nest_stat(test, funcs, mode, n, extra=(), depth=None):
 
 
 class SafetyTest(unittest.TestCase):
+    def test_verifier_work_is_bounded(self):
+        # Start-up is mostly the verifier. Its work per program (fdinfo's verified_insns) is
+        # a deterministic figure for a given kernel: a change that multiplies the paths it
+        # explores (as six ifs in log2 once did: ~46,000 instructions per program instead of
+        # ~1,500) fails here rather than as a slower start-up nobody times.
+        events = ("task-clock,context-switches,cpu-migrations,page-faults,minor-faults,"
+                  "major-faults,cgroup-switches,cpu-clock")
+        bg = t.BackgroundStat(["-a", "--timeout", "1500", "-e", events, "--aggregate", "both",
+                               "--func", "syscall:getppid"], func=True)
+        t.wait_for(lambda: bg.proc.poll() is not None or len(self.verified(bg.pid)) >= 3, 20,
+                   step=0.01)
+        work = self.verified(bg.pid)
+        s = bg.finish()
+        self.assertEqual(s.returncode, 0, s.stderr)
+        t.log(f"verified instructions per program (8 events, --aggregate both): {work}")
+        self.assertGreaterEqual(len(work), 3, "the entry, exit and sched_switch programs")
+        for prog, n in work.items():
+            self.assertLess(n, 20000, f"{prog}: the verifier walked {n} instructions")
+
+    @staticmethod
+    def verified(pid):
+        """{program id: verified_insns} of the BPF programs PID holds."""
+        out = {}
+        for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    info = dict(line.split(":", 1) for line in f if ":" in line)
+            except OSError:
+                continue
+            if "prog_id" in info and "verified_insns" in info:
+                out[int(info["prog_id"])] = int(info["verified_insns"])
+        return out
+
     def test_never_counts_itself(self):
         # By pid: other pmcprof processes on the machine are fair game, this one is not.
         bg = t.BackgroundStat(["-a", "--timeout", "1500", "-e", "task-clock", "--by", "pid",
