@@ -10,7 +10,9 @@
 #                                      comma, a '{' or a ':' modifier: -e '{cycles,instr<TAB>')
 #   pmcprof stat -G sys<TAB>           cgroup v2 directories (under its mount, comma lists)
 #   pmcprof stat --backend <TAB>       auto fentry kprobe (and --aggregate, --by, --cgroup-backend)
-#   pmcprof stat --func syscall:<TAB>  system calls with tracepoints
+#   pmcprof stat --func syscall:<TAB>  system calls with tracepoints (and tracepoint:CAT:NAME)
+#   pmcprof stat --func usdt:FILE:<TAB> the file's USDT probes (readelf -n), also as either end
+#                                      of --region [NAME=]START,END
 #   pmcprof stat -M I<TAB>             metrics and metric groups (`pmcprof list --metrics`)
 #   pmcprof stat -- make <TAB>         the command's own completion
 #
@@ -23,10 +25,11 @@ _pmcprof_top_opts="-h --help -V --version"
 # stat's flags; the first list takes an argument. serve takes the same plus --listen ADDR:PORT
 # and --web.config.file FILE, but not those of stat's report (the *_report lists: intervals,
 # layout, metrics).
-_pmcprof_stat_args="-e --event -C --cpu -p --pid -t --tid --timeout --func --backend --aggregate
-  --by --buffer-pages --thread-state -G --cgroup --for-each-cgroup --cgroup-backend"
+_pmcprof_stat_args="-e --event -C --cpu -p --pid -t --tid --timeout --func --region --backend
+  --aggregate --by --max-keys --buffer-pages --thread-state -G --cgroup --for-each-cgroup
+  --cgroup-backend"
 _pmcprof_stat_flags="-h --help -a --all-cpus -A --per-cpu --no-aggr --no-sched-hook --no-compensate -v --verbose
-  -q --quiet"
+  -q --quiet --python"
 _pmcprof_stat_report_args="-I --interval-print --interval-count -r --repeat -x --field-separator
   -o --output -M --metrics"
 _pmcprof_stat_report_flags="-j --json --json-output --per-thread --per-core --per-die
@@ -177,9 +180,75 @@ _pmcprof_complete_cgroups() {
   _pmcprof_nospace=1
 }
 
-# --func: syscall:NAME from the syscall tracepoints, kernel:, or a PATH (PATH:SYMBOL).
+# The tracefs events directory, if mounted.
+_pmcprof_tracefs_events() {
+  local dir
+  for dir in /sys/kernel/tracing/events /sys/kernel/debug/tracing/events; do
+    [[ -d $dir ]] && printf '%s\n' "$dir" && return 0
+  done
+  return 1
+}
+
+# usdt:FILE:PROVIDER:NAME: the file, then the probes `readelf -n` lists in it.
+_pmcprof_complete_usdt() {
+  local cur=$1 rest file line provider name
+  rest=${cur#usdt:}
+  if [[ $rest == *:* ]]; then
+    file=${rest%%:*}
+    command -v readelf >/dev/null 2>&1 || return
+    [[ -f $file ]] || return
+    while IFS= read -r line; do
+      line=${line#"${line%%[![:space:]]*}"}
+      case $line in
+        Provider:*) provider=${line#Provider: } ;;
+        Name:*)
+          name=${line#Name: }
+          [[ usdt:$file:$provider:$name == "$cur"* ]] &&
+            _pmcprof_candidates+=("usdt:$file:$provider:$name")
+          ;;
+      esac
+    done < <(readelf -n "$file" 2>/dev/null)
+    mapfile -t _pmcprof_candidates < <(printf '%s\n' "${_pmcprof_candidates[@]}" | sort -u)
+    return
+  fi
+  while IFS= read -r name; do
+    if [[ -d $name ]]; then
+      _pmcprof_candidates+=("usdt:$name/")
+    else
+      _pmcprof_candidates+=("usdt:$name:")
+    fi
+  done < <(compgen -f -- "$rest")
+  _pmcprof_nospace=1
+}
+
+# --func: syscall:NAME from the syscall tracepoints, tracepoint:CATEGORY:NAME, usdt:FILE:...,
+# kernel:, or a PATH (PATH:SYMBOL).
 _pmcprof_complete_func() {
-  local cur=$1 dir name
+  local cur=$1 dir name events cat
+  if [[ $cur == usdt:* ]]; then
+    _pmcprof_complete_usdt "$cur"
+    return
+  fi
+  if [[ $cur == tracepoint:* ]]; then
+    events=$(_pmcprof_tracefs_events) || return
+    cat=${cur#tracepoint:}
+    if [[ $cat == *:* ]]; then
+      cat=${cat%%:*}
+      for name in "$events/$cat"/*/; do
+        name=${name%/}
+        name=${name##*/}
+        [[ tracepoint:$cat:$name == "$cur"* ]] && _pmcprof_candidates+=("tracepoint:$cat:$name")
+      done
+    else
+      for name in "$events"/*/; do
+        name=${name%/}
+        name=${name##*/}
+        [[ tracepoint:$name: == "$cur"* ]] && _pmcprof_candidates+=("tracepoint:$name:")
+      done
+      _pmcprof_nospace=1
+    fi
+    return
+  fi
   if [[ $cur == syscall:* ]]; then
     for dir in /sys/kernel/tracing/events/syscalls /sys/kernel/debug/tracing/events/syscalls; do
       [[ -d $dir ]] || continue
@@ -192,6 +261,8 @@ _pmcprof_complete_func() {
     return
   fi
   [[ syscall: == "$cur"* ]] && _pmcprof_candidates+=("syscall:")
+  [[ usdt: == "$cur"* ]] && _pmcprof_candidates+=("usdt:")
+  [[ tracepoint: == "$cur"* ]] && _pmcprof_candidates+=("tracepoint:")
   [[ kernel: == "$cur"* ]] && _pmcprof_candidates+=("kernel:")
   [[ libc: == "$cur"* ]] && _pmcprof_candidates+=("libc:")
   if [[ $cur != *:* ]]; then
@@ -213,9 +284,23 @@ _pmcprof_complete_value() {
     --backend) _pmcprof_add "" "$cur" <<<$'auto\nfentry\nkprobe' ;;
     --aggregate) _pmcprof_add "" "$cur" <<<$'auto\nkernel\nstream\nboth' ;;
     --thread-state) _pmcprof_add "" "$cur" <<<$'auto\ntask-storage\nhash' ;;
-    --by) _pmcprof_add "" "$cur" <<<$'pid\ncomm\ncpu\ncgroup' ;;
+    --by)
+      _pmcprof_add "" "$cur" <<<$'pid\ncomm\ncpu\ncgroup\narg0\narg0:str\narg1\narg1:str\narg2\narg2:str'
+      ;;
+    --max-keys) _pmcprof_add "" "$cur" <<<$'16\n64\n256\n1024' ;;
     --cgroup-backend) _pmcprof_add "" "$cur" <<<$'auto\nfd\nbpf' ;;
     --func) _pmcprof_complete_func "$cur" ;;
+    --region)
+      # [NAME=]START,END: the point being typed, after the comma (or a NAME=).
+      p=${cur##*,}
+      [[ $p == "$cur" && $p == *=* && ${p%%=*} != *[:/]* ]] && p=${p#*=}
+      local lead=${cur:0:${#cur}-${#p}} n0=${#_pmcprof_candidates[@]} k
+      _pmcprof_complete_func "$p"
+      for ((k = n0; k < ${#_pmcprof_candidates[@]}; k++)); do
+        _pmcprof_candidates[k]="$lead${_pmcprof_candidates[k]}"
+      done
+      _pmcprof_nospace=1
+      ;;
     -o | --output)
       while IFS= read -r p; do
         _pmcprof_candidates+=("$p")

@@ -135,7 +135,9 @@ class Completion(unittest.TestCase):
         self.check(["pmcprof", "stat", "--backend", ""], ["auto", "fentry", "kprobe"])
         self.check(["pmcprof", "stat", "--aggregate", ""], ["auto", "kernel", "stream", "both"])
         self.check(["pmcprof", "stat", "--aggregate", "s"], ["stream"])
-        self.check(["pmcprof", "stat", "--by", ""], ["pid", "comm", "cpu", "cgroup"])
+        self.check(["pmcprof", "stat", "--by", ""],
+                   ["pid", "comm", "cpu", "cgroup", "arg0", "arg0:str", "arg1", "arg1:str", "arg2",
+                    "arg2:str"])
         self.check(["pmcprof", "stat", "--cgroup-backend", ""], ["auto", "fd", "bpf"])
         self.check(["pmcprof", "serve", "--by", "c"], ["comm", "cpu", "cgroup"])
 
@@ -161,6 +163,34 @@ class Completion(unittest.TestCase):
         if os.path.isdir("/sys/kernel/tracing/events/syscalls") or \
                 os.path.isdir("/sys/kernel/debug/tracing/events/syscalls"):
             self.check(["pmcprof", "stat", "--func", "syscall:getpp"], ["syscall:getppid"])
+
+    def test_usdt_and_regions(self):
+        self.check(["pmcprof", "stat", "--func", "usd"], ["usdt:"])
+        self.check(["pmcprof", "stat", "--func", "tracep"], ["tracepoint:"])
+        self.check(["pmcprof", "stat", "--py"], ["--python"])
+        self.check(["pmcprof", "stat", "--max"], ["--max-keys"])
+        self.check(["pmcprof", "stat", "--reg"], ["--region"])
+        self.check(["pmcprof", "stat", "--by", "arg"],
+                   ["arg0", "arg0:str", "arg1", "arg1:str", "arg2", "arg2:str"])
+        if os.path.isdir("/sys/kernel/tracing/events/sched"):
+            self.check(["pmcprof", "stat", "--func", "tracepoint:sche"], ["tracepoint:sched:"])
+            self.check(["pmcprof", "stat", "--func", "tracepoint:sched:sched_process_ex"],
+                       ["tracepoint:sched:sched_process_exec", "tracepoint:sched:sched_process_exit"])
+        wl = os.path.join(t.ARGS.workloads, "sdt_workload")
+        if not os.path.exists(wl) or not shutil.which("readelf"):
+            raise t.Skip("no sdt_workload or no readelf to list its USDT probes")
+        probe = f"usdt:{wl}:pmcprof_test:work__"
+        self.check(["pmcprof", "stat", "--func", f"usdt:{wl}"], [f"usdt:{wl}:"])
+        self.check(["pmcprof", "stat", "--func", probe], [probe + "done", probe + "start"])
+        # As bash splits it at ':': only the last part is replaced.
+        self.check(["pmcprof", "stat", "--func", probe], ["work__done", "work__start"],
+                   line=f"pmcprof stat --func {probe}",
+                   bash_words=["pmcprof", "stat", "--func", "usdt", ":", wl, ":", "pmcprof_test",
+                               ":", "work__"])
+        start = f"q=usdt:{wl}:pmcprof_test:work__start"
+        self.check(["pmcprof", "stat", "--region", f"{start},{probe}d"], [f"{start},{probe}done"])
+        self.check(["pmcprof", "stat", "--region", f"q=usdt:{wl}:pmcprof_test:ti"],
+                   [f"q=usdt:{wl}:pmcprof_test:tick"])
 
     def test_cgroups(self):
         mount = cgroup2_mount()
