@@ -3,7 +3,7 @@
 
 Real output of each mode (counting: -a --timeout, -- CMD, -A, -r 2, -I NDJSON, per cgroup with
 -G, --per-core/-socket/-node, --per-thread, -M with computed and uncomputable metrics,
---metric-only, pmu/term/ and tracepoint events; list --metrics -j; function mode: --func syscall:getppid, with -I, --aggregate both, --by; list -j; doctor -j)
+--metric-only, pmu/term/ and tracepoint events; list --metrics -j; function mode: --func syscall:getppid, with -I, --aggregate both, --by; regions, single probes and --by argN keys (with 'other'), with -I too; list -j; doctor -j)
 and every pmcprof object in the examples of docs/json.md, validated with python3-jsonschema
 (Debian 12: 4.10, draft 2020-12). Also checks that the schema rejects typical regressions
 (a number written as a string, a missing field, an unknown or camelCase key, a bad status).
@@ -343,6 +343,34 @@ class FunctionMode(SchemaCase):
                                          "--func", "syscall:getppid"],
                                         command=[self.wl, "getppid", "50"])
                 self.assertEqual(docs[0]["by"], key)
+
+
+    def test_regions_probes_and_argument_keys(self):
+        sdt = t.workload("sdt_workload")
+        p = f"usdt:{sdt}:pmcprof_test"
+        region = f"work={p}:work__start,{p}:work__done"
+        mixed = f"mixed={sdt}:region,{p}:work__done"
+        for agg in ("kernel", "both"):
+            with self.subTest(aggregate=agg):
+                # (the uprobe start's arguments are region()'s: an id and a name too)
+                _, docs = self.run_json(["stat", "--aggregate", agg, "-e", "task-clock",
+                                         "--region", region, "--region", mixed, "--by",
+                                         "arg0,arg1:str", "--max-keys", "2"],
+                                        command=[sdt, "regions", "2", "10"])
+                kinds = {f["function"]: f["kind"] for f in docs[0]["functions"]}
+                self.assertEqual(kinds, {"work": "region", "mixed": "region"})
+                self.assertTrue(any(f["other"] for f in docs[0]["functions"]))
+                _, docs = self.run_json(["stat", "--aggregate", agg, "-e", "task-clock",
+                                         "--func", f"{p}:tick", "--by", "arg0", "--max-keys",
+                                         "2"], command=[sdt, "ticks", "8"])
+                self.assertEqual({f["kind"] for f in docs[0]["functions"]}, {"probe"})
+        _, docs = self.run_json(["stat", "-I", "100", "-e", "task-clock", "--region", region,
+                                 "--by", "arg1:str"], command=[sdt, "regions", "20", "500"],
+                                ndjson=True)
+        self.assertEqual(docs[-1]["type"], "summary")
+        _, docs = self.run_json(["stat", "-e", "task-clock", "--region", region],
+                                command=[sdt, "unmatched", "3"])
+        self.assertEqual(docs[0]["functions"][0]["open"], 3)
 
 
 class ListAndDoctor(SchemaCase):
