@@ -386,9 +386,16 @@ static void add_python_region(const StatOptions& opts, FunctionPlan& plan) {
     plan.regions.push_back(parse_region("python=" + probes + "entry," + probes + "return"));
     find_usdt_probe(python, "python", "function__entry");
   } catch (const UserError& e) {
-    throw UserError("--python: " + std::string(e.what()),
+    // The command may be a script for another program (a version manager's shim for bash):
+    // say which program that is.
+    const std::string word = opts.pid ? std::string() : opts.command.front();
+    const std::string runs = !word.empty() && std::filesystem::path(python).filename() !=
+                                                  std::filesystem::path(word).filename()
+                                 ? quote(word) + " runs " + quote(python) + ": "
+                                 : "";
+    throw UserError("--python: " + runs + e.what(),
                     "--python needs an interpreter built with its USDT probes (Debian's "
-                    "python3 is); for another, give --region START,END with its probes");
+                    "/usr/bin/python3 is); for another, give --region START,END with its probes");
   }
   if (!opts.by) {
     plan.by = Breakdown::args;

@@ -207,12 +207,14 @@ struct FunctionSession::State {
     return c;
   }
 
-  // A region from Python's function__entry whose ends mostly found no start: the interpreter
-  // did not fire the entry probe (CPython 3.11 without a profiler), which the report says.
+  // A region from Python's function__entry whose ends found hardly any start: the interpreter
+  // did not fire the entry probe (CPython 3.11 without a profiler), which the report says. (A
+  // profiled run has as many matched ends as starts, beside the returns of the frames entered
+  // before the profiler started.)
   static bool python_entry_missing(const AttachPoint& p, const FuncProbeStats& fs) {
     return p.shape == MeasureShape::region && p.begin && p.begin->backend == ProbeBackend::usdt &&
            p.target.provider == "python" && p.target.name == "function__entry" &&
-           fs.unmatched_exit > fs.entered;
+           fs.unmatched_exit >= 100 && fs.ended * 100 < fs.unmatched_exit;
   }
 
   static bool is_usdt_region(const AttachPoint& p) {

@@ -172,6 +172,7 @@ class PythonTest(unittest.TestCase):
         first = t.func_rows(rep, "python")[0]
         # Counted per region, on its first row: the interpreter's own deep stacks (imports)
         # pass the 16 frames a thread keeps; the script's calls are all within them.
+        self.assertNotIn("backend_note", first, "profiled: no note about missing entries")
         t.log(f"ends without a start (frames entered before cProfile started): "
               f"{first['unmatched_exits']}; starts never ended: {first['open']}; too deep: "
               f"{first['depth_overflow']}")
