@@ -28,7 +28,11 @@ semaphore), whose counts are known exactly, and libstdc++'s own probes (a shared
 - a region from a uprobe (the workload's region() function) to a USDT probe, and from a
   function to its %return: the mixed kinds are attached, measured (exact calls) and stated as not
   calibrated;
-- -G: only the regions of the workload run inside the cgroup are counted.
+- -G: only the regions of the workload run inside the cgroup are counted;
+- a region between a syscall's entry and return (tracepoints) counts each call, a tracepoint
+  given to --func counts its hits; a region from exec to exit (sched tracepoints) is one
+  region holding all the program's CPU time;
+- -I: the calls of the intervals add up to the summary's, per key.
 - /metrics: `pmcprof serve` with a region and --by arg1:str serves kind="region" and arg1="..."
   labels with exact call counts.
 
@@ -308,6 +312,41 @@ class SdtTest(unittest.TestCase):
         t.log(f"probe bias: {bias}")
         self.assertFalse(bias["uprobe/usdt"]["calibrated"])
         self.assertIn("not calibrated", bias["uprobe/usdt"]["why_not"])
+
+    def test_syscall_and_tracepoint_ends(self):
+        n = 300
+        fw = t.workload("func_workload")
+        s = self.stat(["--region", "sc=syscall:getppid,syscall:getppid%return",
+                       "--func", "tracepoint:syscalls:sys_enter_getppid"],
+                      [fw, "getppid", str(n)])
+        sc, hits = t.func_row(s.json, "sc"), t.func_row(s.json, "tracepoint:syscalls:"
+                                                             "sys_enter_getppid")
+        t.log(f"getppid {n}: region {t.describe_func_row(sc)}; tracepoint hits {hits['calls']}")
+        self.assertEqual((sc["calls"], sc["backend"], sc["kind"]), (n, "tracepoint", "region"))
+        self.assertEqual((hits["calls"], hits["kind"]), (n, "probe"))
+        self.assertEqual(sc["unmatched_exits"], 0)
+        s = self.stat(["--region", "life=tracepoint:sched:sched_process_exec,"
+                       "tracepoint:sched:sched_process_exit"], [self.wl, "regions", "5", "2000"])
+        life = t.func_row(s.json, "life")
+        t.log(f"exec to exit: {t.describe_func_row(life)}; program {s.workload[0]}")
+        self.assertEqual(life["calls"], 1)
+        self.assertGreaterEqual(t.func_event(life)["total"], s.workload[0]["inside_cpu_ns"])
+
+    def test_intervals_add_up(self):
+        label = region(self.wl)
+        s = self.stat(["-I", "30", "--region", label, "--by", "arg1:str"],
+                      [self.wl, "regions", "10", "2000"])
+        intervals = [r for r in s.records if r["type"] == "interval"]
+        summed = {}
+        for rec in intervals:
+            for row in rec["functions"]:
+                if row["args"]:
+                    summed[row["args"][0]] = summed.get(row["args"][0], 0) + row["calls"]
+        t.log(f"-I 30: {len(intervals)} intervals, calls summed over them {summed}")
+        self.assertGreaterEqual(len(intervals), 2)
+        self.assertEqual(summed, {"alpha": 10, "beta": 20, "gamma": 30})
+        final = {r["args"][0]: r["calls"] for r in t.func_rows(s.json, label)}
+        self.assertEqual(final, summed)
 
     def test_cgroup_filter(self):
         k = 4
