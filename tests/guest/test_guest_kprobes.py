@@ -15,6 +15,8 @@ phase, with no pmcprof left running, nothing of pmcprof may remain in the kernel
      `tcp_pair send N` sends N messages over loopback TCP: calls == N for each backend and
      aggregation, task-clock per call > 0, JSON backend as asked; stream and kernel
      aggregation agree on the same run (calls and totals equal, p50/p90 within a bucket).
+     The kprobe run also has `--region send=tcp_sendmsg,tcp_sendmsg%return` (a kprobe start,
+     a kretprobe end): N regions in both aggregations, none unmatched or left open.
   2. a blocking function with `--backend auto -v`: `--func tcp_recvmsg` while the receiver
      waits DELAY ms for each of M messages: auto picks fentry (JSON backend, and -v says
      "with fentry"), wall time per call >= ~DELAY, on-CPU and task-clock per call a small
@@ -415,7 +417,8 @@ def phase1(tmp):
               f"{N_SEND} loopback sends")
     send = [ARGS.tcp_pair, "send", str(N_SEND)]
     kp = func_stat("kprobe", "tcp_sendmsg", send, backend="kprobe",
-                   extra=["--aggregate", "both"], tmp=tmp)
+                   extra=["--aggregate", "both", "--region",
+                          "send=tcp_sendmsg,tcp_sendmsg%return"], tmp=tmp)
     fe = func_stat("fentry", "tcp_sendmsg", send, backend="fentry", tmp=tmp)
     if check_exit_ok(kp, 400):
         reps = kp.reports()
@@ -427,6 +430,7 @@ def phase1(tmp):
         for r in reps:
             rows[r.get("aggregation")] = check_send_report(kp, r, "kprobe", N_SEND,
                                                            r.get("aggregation"))
+            check_region_report(r, N_SEND)
         if rows.get("stream") and rows.get("kernel"):
             check_agreement(rows["stream"], rows["kernel"])
     if check_exit_ok(fe, 400):
@@ -435,6 +439,24 @@ def phase1(tmp):
             check_send_report(fe, reps[0], "fentry", N_SEND)
     log(f"  phase 1 took {time.monotonic() - t:.1f} s in the emulator")
     check_no_leftovers("normal exits (kprobe, fentry)")
+
+
+def check_region_report(report, n):
+    """The region from tcp_sendmsg's entry (kprobe) to its return (kretprobe): one per send."""
+    agg = report.get("aggregation")
+    row = only_function(report, "send")
+    if not F.check(row is not None, f"kprobe [{agg}]: one row for the region 'send'",
+                   json.dumps(report)[:400]):
+        return
+    log(f"  region send [{agg}]: backend={row.get('backend')} kind={row.get('kind')} "
+        f"calls={row.get('calls')} open={row.get('open')} unmatched={row.get('unmatched_exits')} "
+        f"task-clock total={row.get('events', {}).get('task-clock', {}).get('total')} ns")
+    F.check((row.get("backend"), row.get("kind")) == ("kprobe", "region"),
+            f"region [{agg}]: kprobe region", f"{row.get('backend')} {row.get('kind')}")
+    F.check(row.get("calls") == n, f"region [{agg}]: calls == {n}", f"got {row.get('calls')}")
+    F.check(row.get("unmatched_exits") == 0 and row.get("open") == 0,
+            f"region [{agg}]: no end without a start, no start left open",
+            f"{row.get('unmatched_exits')} {row.get('open')}")
 
 
 def check_agreement(s, k):
