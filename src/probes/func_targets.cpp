@@ -496,6 +496,8 @@ ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
 
 void FuncAttachments::attach_site(const FuncObject& object, const AttachPoint& p,
                                   const ProbeSite& site, ProbeRole role) {
+  // A region's starts go first when detaching (see detach()).
+  auto& into = role == ProbeRole::entry && p.shape == MeasureShape::region ? starts_ : links_;
   for (const auto& loc : site.locations) {
     // Only a region's start carries the region flag and, with --by argN, a key slot.
     const bool start = role != ProbeRole::exit;
@@ -504,15 +506,15 @@ void FuncAttachments::attach_site(const FuncObject& object, const AttachPoint& p
     switch (site.backend) {
       case ProbeBackend::uprobe:
       case ProbeBackend::usdt:
-        links_.push_back(object.attach_user(role, cookie, site.binary, loc.file_offset,
-                                            loc.semaphore_offset, site.retprobe));
+        into.push_back(object.attach_user(role, cookie, site.binary, loc.file_offset,
+                                          loc.semaphore_offset, site.retprobe));
         break;
       case ProbeBackend::kprobe:
       case ProbeBackend::fentry:
-        links_.push_back(object.attach_kernel(role, cookie, site.function, site.retprobe));
+        into.push_back(object.attach_kernel(role, cookie, site.function, site.retprobe));
         break;
       case ProbeBackend::tracepoint:
-        links_.push_back(object.attach_tracepoint(role, cookie, site.category, site.event));
+        into.push_back(object.attach_tracepoint(role, cookie, site.category, site.event));
         break;
     }
   }
@@ -568,6 +570,10 @@ bool FuncAttachments::attach(const FuncObject& object, std::vector<AttachPoint>&
 }
 
 void FuncAttachments::detach() {
+  // Regions' starts before their ends: a region that starts while the probes go away would
+  // otherwise find its end already gone and be reported as never ended.
+  destroy_links(std::move(starts_));
+  starts_.clear();
   destroy_links(std::move(links_), std::move(twins_));
   links_.clear();
   twins_.clear();

@@ -115,6 +115,7 @@ class FuncAttachments {
                    ProbeRole role);
   std::vector<BpfLink> links_;
   std::vector<std::shared_ptr<void>> twins_;  // fentry twins: after their links
+  std::vector<BpfLink> starts_;               // regions' starts: detached first (declared last)
 };
 
 }  // namespace pmcprof
