@@ -351,6 +351,119 @@ def wait_for(predicate, timeout, step=0.02):
     return predicate()
 
 
+# ---------------------------------------------------------------- the workload's own task-clock
+#
+# Tests of task-clock compare pmcprof's count with a task-clock counter the kernel keeps on the
+# workload itself (tests/workloads/burn.c), not with the workload's CPU time
+# (CLOCK_PROCESS_CPUTIME_ID, getrusage). Task-clock advances while a task is current on a CPU,
+# including time the hypervisor takes from the vCPU (steal), which CPU time leaves out on this
+# kernel (CONFIG_PARAVIRT_TIME_ACCOUNTING): on a busy CI host the two differed by 7-13 % (in
+# test_cgroup_migrate the fd and bpf backends agreed within 0.03 ms and were both 9.6 % above
+# the burn's CPU time, the burn SCHED_FIFO and alone on its CPU: nothing in the VM took that
+# time); on a loaded development VM, `pmcprof stat -- burn 200` ranged from -1.4 % to +9.1 %
+# against the burn's CPU time and +0.67 to +1.21 ms against its own task-clock (53 runs).
+#
+# The references, and what pmcprof counts beyond them (measured on this 2-CPU VM while builds
+# or two CPU hogs ran):
+# - a cgroup holding a burn (TestCgroups.spawn_burn): burn_life(out), a counter the process
+#   started as burn holds on the worker born in the cgroup, from before its first line to its
+#   exit. The cgroup also has the last part of the exit (after the kernel detaches the task's
+#   own counters): fd backend +0.30 to +1.13 ms over 60 runs of `burn 100` (median 0.57);
+# - a task counted from its exec (pmcprof stat -- burn): own_task_clock(w), burn's own counter,
+#   main() to its last read; pmcprof also has the exec, the dynamic loader and the exit.
+# The bounds are about twice those, plus 0.5 % of the reference for the clocks' different
+# accounting at context switches (seen within 0.3 %).
+#
+# Per-cgroup counts, in both backends, start a task's time a little earlier than the kernel's
+# counter on the task itself: the fd backend's perf cgroup events switch to the next task's
+# cgroup before the switch of address space and registers, the task's own counter starts after
+# it; the BPF backend charges from the sched_switch tracepoint, earlier still. When the
+# hypervisor takes the vCPU inside a switch (steal), the cgroup gets it and the task's counter
+# does not: a cgroup's count can exceed burn_life by up to the steal of the run (seen: fd +4.9
+# ms with 10 ms of steal counted). Steal.allowance_ns() adds the steal counted meanwhile plus
+# one unit (/proc/stat counts in 10 ms units), or nothing when none was counted: then every fd
+# run measured stayed within the edges (+1.13 ms at most in 60 runs under load).
+#
+# The BPF backend also exceeds burn_life without counted steal, sporadically and only under
+# load: +1.5 to +5.5 ms in about 1 run of `burn 100` in 15 beside two CPU hogs or other
+# builds, +0.1 to +0.5 ms otherwise (over 250 runs). A debug build of its program showed the
+# extra in single stretches charged to the burn that hold two context switches of the CPU's
+# counter but one run of the program, with no failed counter read and no missed run counted
+# by the kernel; the cause is not found (it is not in the fd backend). BPF_EXCESS_NS bounds it
+# for the bpf rows, so that the tests keep checking the BPF backend's attribution (a cgroup
+# that gets another's time, or loses its own, is off by far more) while that is open.
+CGROUP_EDGES_NS = 2.5e6
+TASK_EDGES_NS = 2.5e6
+CLOCK_REL = 0.005
+BPF_EXCESS_NS = 6e6
+
+
+def own_task_clock(w):
+    """burn's own task-clock (task_clock_ns) from its parsed 'burn' line."""
+    if "task_clock_ns" not in w:
+        raise AssertionError(f"burn could not open its own task-clock counter: {w}")
+    return w["task_clock_ns"]
+
+
+def burn_life(out):
+    """The task-clock of a spawn_burn worker's whole life, from burn's output."""
+    return parse_kv(out, "burn-life")["task_clock_ns"]
+
+
+def steal_ns():
+    """Time the hypervisor took from this VM's vCPUs since boot, all CPUs (/proc/stat 'steal',
+    counted in 10 ms units)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) * 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+class Steal:
+    """Steal over a block: `with t.Steal() as st: ...`; st.ns (as counted, 10 ms units) and
+    st.allowance_ns(): when some was counted, an upper bound of the real steal (one more unit:
+    the count is truncated at both ends); when none was (less than a unit), 0: the edges'
+    bounds held in every such run measured."""
+
+    def __enter__(self):
+        self.start = steal_ns()
+        self.ns = 0.0
+        return self
+
+    def __exit__(self, *exc):
+        self.ns = steal_ns() - self.start
+        return False
+
+    def allowance_ns(self):
+        return self.ns + 1e9 / os.sysconf("SC_CLK_TCK") if self.ns > 0 else 0.0
+
+
+def cgroup_extra_ns(backend, steal):
+    """What a per-cgroup count may have beyond burn_life and CGROUP_EDGES_NS: the run's steal
+    (Steal.allowance_ns()), and BPF_EXCESS_NS for the bpf backend."""
+    return steal.allowance_ns() + (BPF_EXCESS_NS if backend == "bpf" else 0.0)
+
+
+def describe_burn(w, reference=None):
+    """A log fragment: a burn's own task-clock, its CPU time and their difference."""
+    own, cpu = own_task_clock(w), w["process_cpu_ns"] + w["children_cpu_ns"]
+    ref = f", whole life {reference / 1e6:.2f} ms" if reference is not None else ""
+    return (f"task-clock {own / 1e6:.2f} ms{ref} (CPU time {cpu / 1e6:.2f} ms: "
+            f"{100 * (own / cpu - 1):+.1f}% steal and clocks)")
+
+
+def assert_task_clock(tc, counted, reference, what, edges_ns, n=1, extra_ns=0.0):
+    """COUNTED (pmcprof's task-clock) against REFERENCE (the kernel's task-clock on the N
+    workloads it held): not below it by more than 0.5 %, not above it by more than 0.5 % + N
+    times EDGES_NS (CGROUP_EDGES_NS, TASK_EDGES_NS) + EXTRA_NS (Steal.allowance_ns() for
+    per-cgroup counts)."""
+    lo = reference * (1 - CLOCK_REL)
+    hi = reference * (1 + CLOCK_REL) + n * edges_ns + extra_ns
+    tc.assertTrue(lo <= counted <= hi,
+                  f"{what}: {counted / 1e6:.3f} ms vs the workload's own task-clock "
+                  f"{reference / 1e6:.3f} ms ({(counted - reference) / 1e6:+.3f} ms; allowed "
+                  f"{(lo - reference) / 1e6:+.3f} to {(hi - reference) / 1e6:+.3f} ms)")
+
+
 # ---------------------------------------------------------------- assertions
 
 def assert_clean_error(tc, proc, *, exit_code=None, mentions=()):
@@ -749,6 +862,21 @@ class TestCgroups:
         kw.setdefault("stderr", subprocess.PIPE)
         kw.setdefault("text", True)
         p = subprocess.Popen(argv, preexec_fn=enter, **kw)
+        self.procs.append(p)
+        return p
+
+    def spawn_burn(self, name, ms, setup=None, **kw):
+        """Starts `burn MS --cgroup DIR`: the burn runs in a process born in cgroup NAME
+        (clone3 CLONE_INTO_CGROUP), a child of the process started here, which waits for it.
+        Nothing moves into NAME while it runs, so NAME's task-clock is the worker's whole life,
+        which the first process counts too (burn_life(out)): compare them with
+        assert_task_clock(..., CGROUP_EDGES_NS). SETUP: as for spawn_in, run before exec (the
+        worker inherits its scheduling policy and CPU affinity)."""
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        kw.setdefault("text", True)
+        p = subprocess.Popen([workload("burn"), str(ms), "--cgroup", self.abs(name)],
+                             preexec_fn=setup, **kw)
         self.procs.append(p)
         return p
 

@@ -12,7 +12,8 @@
   in X and a `sleep 30` goes in and is moved out again, then X is removed (rmdir) while both
   still count. Both end on their own: exit 0, no crash text, X's row is kept in every interval
   and the summary, with the summary's cgroup_removed true and its task-clock still the burn's
-  CPU time (within 3% + 2 ms); no pmcprof BPF program is left loaded; and the interval
+  own task-clock over its life (born in X: TestCgroups.spawn_burn; bounds as in
+  pmcprof_testlib, "the workload's own task-clock"); no pmcprof BPF program is left loaded; and the interval
   records that end after the removal mark X removed too (those before do not).
 
 Usage: test_cgroup_errors.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
@@ -81,8 +82,10 @@ class CgroupErrorsTest(unittest.TestCase):
                                                  "--cgroup-backend", be])
                 runs["fd"].wait_ready(perf_fds=t.nproc_online())
                 runs["bpf"].wait_ready(bpf_links=1)
-                p = cg.spawn_in("x", [t.workload("burn"), "100"])
-                out, err = p.communicate(timeout=30)
+                steal = t.Steal()
+                with steal:
+                    p = cg.spawn_burn("x", 100)
+                    out, err = p.communicate(timeout=30)
                 self.assertEqual(p.returncode, 0, err)
                 sleeper = cg.spawn_in("x", ["sleep", "30"], stdout=t.subprocess.DEVNULL,
                                       stderr=t.subprocess.DEVNULL)
@@ -100,9 +103,9 @@ class CgroupErrorsTest(unittest.TestCase):
                 for r in runs.values():
                     if r.proc.poll() is None:
                         r.kill()
-            w = t.parse_kv(out, "burn")
-            t.log(f"X removed {removed_at:.2f} s after the runs started; burn CPU "
-                  f"{w['process_cpu_ns'] / 1e6:.2f} ms")
+            w, life = t.parse_kv(out, "burn"), t.burn_life(out)
+            t.log(f"X removed {removed_at:.2f} s after the runs started; burn "
+                  f"{t.describe_burn(w, life)}; steal {steal.ns / 1e6:.0f} ms")
             for be, s in stats.items():
                 for marker in t.CRASH_MARKERS:
                     self.assertNotIn(marker, s.stderr, f"{be}: crash text")
@@ -120,8 +123,9 @@ class CgroupErrorsTest(unittest.TestCase):
                       f"{v / 1e6:.2f} ms, cgroup_removed={row['cgroup_removed']}, "
                       f"interval flags {[t.cgroup_rows(r, 'task-clock')[X]['cgroup_removed'] for r in intervals]}")
                 self.assertTrue(row["cgroup_removed"], f"{be}: not marked removed")
-                t.assert_within(self, v, w["process_cpu_ns"], 0.03,
-                                f"{be}: removed cgroup's task-clock vs burn CPU", abs_tol=2e6)
+                t.assert_task_clock(self, v, life, f"{be}: removed cgroup's task-clock",
+                                    t.CGROUP_EDGES_NS,
+                                    extra_ns=t.cgroup_extra_ns(be, steal))
             left = t.wait_no_pmcprof_orphans()
             self.assertEqual(left, [], "pmcprof BPF programs left loaded")
             # -I: an interval that ends after X is gone marks it too (X's row stays in each).

@@ -3,15 +3,17 @@
 
 A busy sibling (`burn`, started by this test outside pmcprof) keeps one CPU 100% busy for the
 whole test. Then:
-- `pmcprof stat -e task-clock -j -- burn 200`: task-clock is within 5% of the workload's own CPU
-  time (CLOCK_PROCESS_CPUTIME_ID at exit) and >= what its burn loop measured; the sibling's
-  CPU is not in it;
+- `pmcprof stat -e task-clock -j -- burn 200`: task-clock is the workload's own task-clock
+  (burn's counter on itself, from main() to its end) plus its exec and exit, within the bounds
+  of pmcprof_testlib ("the workload's own task-clock": TASK_EDGES_NS); the sibling's CPU is not
+  in it;
 - `pmcprof stat -a -e task-clock -j -- burn 200` on the same machine shows ~nproc x elapsed;
   the per-task figure is far below it (< 60%: with 2 CPUs it is about a half; the sibling's CPU
   is in the -a figure alone);
 - children are counted (counters inherit): `burn 200 --child 200` forks a child that burns
-  200 ms beside its parent: task-clock >= both burns together, within 5% of the parent's CPU +
-  the child's (getrusage RUSAGE_CHILDREN).
+  200 ms beside its parent: task-clock is burn's own task-clock, which inherits into the child
+  and has its count once the child is reaped (the same bounds); without the child's ~200 ms
+  it would be far below.
 
 Usage: test_stat_task_isolation.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
@@ -48,12 +50,12 @@ class TaskIsolationTest(unittest.TestCase):
         self.assertEqual(s.returncode, 0, s.stderr)
         w = t.parse_kv(s.stdout, "burn")
         tc = s.value("task-clock")
-        t.log(f"per task with a busy sibling: task-clock {tc / 1e6:.2f} ms, workload process CPU "
-              f"{w['process_cpu_ns'] / 1e6:.2f} ms (burned {w['burned_ns'] / 1e6:.2f}), "
+        t.log(f"per task with a busy sibling: task-clock {tc / 1e6:.2f} ms, workload "
+              f"{t.describe_burn(w)}, "
               f"sibling burned {(sib1 - sib0) / 1e6:.0f} ms meanwhile, "
               f"elapsed {s.json['elapsed_ns'] / 1e6:.2f} ms")
-        self.assertGreaterEqual(tc, w["burned_ns"])
-        t.assert_within(self, tc, w["process_cpu_ns"], 0.05, "task-clock vs workload CPU")
+        t.assert_task_clock(self, tc, t.own_task_clock(w), "task-clock vs the workload's own",
+                            t.TASK_EDGES_NS)
         self.assertGreater(sib1 - sib0, 0.25 * w["burned_ns"],
                            "the sibling was not busy while the workload ran")
 
@@ -72,14 +74,14 @@ class TaskIsolationTest(unittest.TestCase):
         w = t.parse_kv(s.stdout, "burn")
         child = t.parse_kv(s.stdout, "burn-child")
         tc = s.value("task-clock")
-        own = w["process_cpu_ns"] + w["children_cpu_ns"]
-        t.log(f"with a child: task-clock {tc / 1e6:.2f} ms; parent CPU "
-              f"{w['process_cpu_ns'] / 1e6:.2f} + child CPU {w['children_cpu_ns'] / 1e6:.2f} = "
-              f"{own / 1e6:.2f} ms (burned {w['burned_ns'] / 1e6:.2f} + "
-              f"{child['burned_ns'] / 1e6:.2f}); elapsed {s.json['elapsed_ns'] / 1e6:.2f} ms")
-        self.assertGreaterEqual(tc, w["burned_ns"] + child["burned_ns"],
-                                "the child's CPU is missing")
-        t.assert_within(self, tc, own, 0.05, "task-clock vs parent + child CPU")
+        t.log(f"with a child: task-clock {tc / 1e6:.2f} ms; workload {t.describe_burn(w)} "
+              f"(burned {w['burned_ns'] / 1e6:.2f} + {child['burned_ns'] / 1e6:.2f} in the "
+              f"child); elapsed {s.json['elapsed_ns'] / 1e6:.2f} ms")
+        # The child's 200 ms are in burn's own count (inherited), so the check below needs them.
+        self.assertGreater(t.own_task_clock(w), 0.9 * (w["burned_ns"] + child["burned_ns"]),
+                           "burn's own task-clock lacks its child")
+        t.assert_task_clock(self, tc, t.own_task_clock(w), "task-clock vs the workload's own "
+                            "(parent and child)", t.TASK_EDGES_NS)
 
 
 if __name__ == "__main__":

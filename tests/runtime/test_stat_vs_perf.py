@@ -6,10 +6,12 @@ MIXED = `sh -c 'burn 300 && touch_pages 5000 && pingpong 1000'` (a known floor o
 faults and 1000 round trips = about 2000 context switches on top of the burn).
 
 Tolerances, and why they are honest:
-- Per task (no -a), BURN: the two task-clocks agree within 3% (they measure the same on-CPU
-  time of one process; observed spread ~0.2%), each is >= the CPU the burn loop measured itself
-  (CLOCK_THREAD_CPUTIME_ID; no slack: a counter enabled at exec cannot miss it) and within 5% of
-  the process's own CLOCK_PROCESS_CPUTIME_ID at exit.
+- Per task (no -a), BURN: each tool's task-clock is the burn's own task-clock (its counter on
+  itself from main() to its end) plus its exec and exit, within the bounds of pmcprof_testlib
+  ("the workload's own task-clock"; not the burn's CPU time, which leaves out what the
+  hypervisor steals from the vCPU and so falls several percent short on a busy host), and the
+  two tools count the same beyond it (exec and exit: within TASK_EDGES_NS of each other). The
+  two runs are not compared directly: each has its own steal.
 - Per task, MIXED: page-faults agree within 2% + 20 (observed: a handful apart; exec and libc
   start-up differ by a few pages), context-switches within 10% + 50 (a ping-pong's blocking
   depends on CPU placement); both >= 5000 faults and >= 1000 switches.
@@ -71,17 +73,19 @@ class VsPerfTest(unittest.TestCase):
         pm_tc = pm.value("task-clock")
         perf_tc = t.perf_value_ns_or_count(rows["task-clock"])
         t.log(f"per-task burn 300: pmcprof task-clock {pm_tc / 1e6:.3f} ms "
-              f"(burned {pm_burn['burned_ns'] / 1e6:.3f}, process {pm_burn['process_cpu_ns'] / 1e6:.3f}); "
-              f"perf task-clock {perf_tc / 1e6:.3f} ms (burned {perf_burn['burned_ns'] / 1e6:.3f}, "
-              f"process {perf_burn['process_cpu_ns'] / 1e6:.3f}); "
+              f"(burn {t.describe_burn(pm_burn)}); perf task-clock {perf_tc / 1e6:.3f} ms "
+              f"(burn {t.describe_burn(perf_burn)}); "
               f"difference {100 * (pm_tc - perf_tc) / perf_tc:+.2f}%")
         self.assertEqual(pm.counter("task-clock")["status"], "ok")
         self.assertEqual(pm.counter("task-clock")["unit"], "ns")
-        t.assert_within(self, pm_tc, perf_tc, 0.03, "pmcprof vs perf task-clock (per task)")
-        self.assertGreaterEqual(pm_tc, pm_burn["burned_ns"], "pmcprof task-clock < CPU burned")
-        self.assertGreaterEqual(perf_tc, perf_burn["burned_ns"], "perf task-clock < CPU burned")
-        t.assert_within(self, pm_tc, pm_burn["process_cpu_ns"], 0.05,
-                        "pmcprof task-clock vs the process's own CPU time")
+        t.assert_task_clock(self, pm_tc, t.own_task_clock(pm_burn),
+                            "pmcprof task-clock vs the burn's own", t.TASK_EDGES_NS)
+        t.assert_task_clock(self, perf_tc, t.own_task_clock(perf_burn),
+                            "perf task-clock vs the burn's own", t.TASK_EDGES_NS)
+        t.assert_within(self, pm_tc - t.own_task_clock(pm_burn),
+                        perf_tc - t.own_task_clock(perf_burn), 0,
+                        "pmcprof vs perf: task-clock beyond the burn's own (per task)",
+                        abs_tol=t.TASK_EDGES_NS)
 
     def test_2_per_task_mixed_counts(self):
         pm, _, rows, _, _ = self.run_both(["-e", EVENTS], mixed_cmd())
