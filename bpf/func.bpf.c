@@ -72,6 +72,10 @@ const volatile __u32 n_hists = PMCPROF_HIST_EVENT0; /* histograms per function *
 /* Histogram of event i: PMCPROF_HIST_EVENT0 + its rank among the events that are not clock
  * events (a clock event's histogram is the on-CPU one). */
 const volatile __u32 event_hist[PMCPROF_MAX_EVENTS] = {};
+/* Per-call metrics (kernel aggregation): operands, and the histogram of metric m. */
+const volatile __u32 n_metrics = 0;
+const volatile struct pmcprof_metric metrics[PMCPROF_MAX_METRICS] = {};
+const volatile __u32 metric_hist[PMCPROF_MAX_METRICS] = {};
 const volatile __u32 n_filter_cgroups = 0;
 /* Function mode -G filter: a call counts when the task's cgroup is one of these or below one:
  * its ancestor at the filter cgroup's level is that cgroup. */
@@ -715,6 +719,12 @@ __attribute__((noinline)) int aggregate(const struct pmcprof_record *rec) {
     /* A clock event's histogram is the on-CPU histogram: not kept twice. */
     if (clock_events & (1u << i)) continue;
     if (rec->measured & (1u << i)) hist_add(fid, event_hist[i], k, rec->delta[i]);
+  }
+  for (__u32 m = 0; m < PMCPROF_MAX_METRICS; m++) {
+    if (m >= n_metrics) break;
+    __u64 v = 0;
+    if (pmcprof_metric_add(a, rec, n_events, m, metrics[m].num, metrics[m].den, &v))
+      hist_add(fid, metric_hist[m], k, v);
   }
 out:
   asm volatile("" ::: "memory");

@@ -199,6 +199,50 @@ struct pmcprof_record {
 #define PMCPROF_RECORD_HEADER_SIZE 64 /* offsetof(struct pmcprof_record, delta) */
 #define PMCPROF_RECORD_KEY_OFFSET (PMCPROF_RECORD_HEADER_SIZE + 8 * PMCPROF_MAX_EVENTS)
 
+/* ---- function mode: per-call metrics ----
+ * A per-call metric is the ratio of two quantities of the same call (IPC: instructions /
+ * cycles; CPUs utilized: task-clock / wall time). A call has a value when it was counted,
+ * both operands measured it (ran through the whole call: never a scaled estimate) and the
+ * divisor is not 0. The value is kept in fixed point with PMCPROF_METRIC_FRAC_BITS fractional
+ * bits (a resolution of 2^-20 = 9.5e-7), summed, and put into the same log histogram as the
+ * events, with its exact min and max beside it. A metric's constant factor (100 for a share
+ * in %, 1000 per 1k instructions) is applied in user space. */
+#define PMCPROF_MAX_METRICS 8
+#define PMCPROF_METRIC_FRAC_BITS 20
+#define PMCPROF_OPERAND_WALL PMCPROF_MAX_EVENTS /* operand: the call's wall time (ns) */
+
+struct pmcprof_metric {
+  __u8 num; /* an event index, or PMCPROF_OPERAND_WALL */
+  __u8 den;
+};
+
+/* num / den in fixed point, for den > 0: exact (rounded down) while num < 2^44; above, both
+ * lose the same low bits first (a relative error below 2^-43). A ratio too large for 64 bits
+ * (num >= 2^44 and den tiny) saturates. */
+static __always_inline __u64 pmcprof_ratio_fixed(__u64 num, __u64 den) {
+  __u32 ln = pmcprof_log2(num);
+  if (ln >= 64 - PMCPROF_METRIC_FRAC_BITS) {
+    __u32 s = ln - (63 - PMCPROF_METRIC_FRAC_BITS);
+    num >>= s;
+    den >>= s;
+    if (den == 0) return ~(__u64)0;
+  }
+  return (num << PMCPROF_METRIC_FRAC_BITS) / den;
+}
+
+/* Operand `op` of a call: 1 with its value when the call has it exactly, 0 when not. */
+static __always_inline int pmcprof_operand(const struct pmcprof_record* r, __u32 op, __u32 n_events,
+                                           __u64* v) {
+  if (op == PMCPROF_OPERAND_WALL) {
+    *v = r->wall_ns;
+    return 1;
+  }
+  if (op >= n_events || op >= PMCPROF_MAX_EVENTS) return 0;
+  if (!(r->measured & (1u << op))) return 0;
+  *v = r->delta[op & (PMCPROF_MAX_EVENTS - 1)];
+  return 1;
+}
+
 /* Kernel aggregation of one function (or one function and cgroup): the scalars. Histograms
  * live in their own map (wall, on-CPU, then one per event). min is kept inverted (~min) so a
  * zeroed value means "no value yet" in both directions. */
@@ -221,6 +265,16 @@ struct pmcprof_agg {
   __u64 max[PMCPROF_MAX_EVENTS];
   __u64 partial[PMCPROF_MAX_EVENTS];    /* calls it ran through only in part */
   __u64 scaled_sum[PMCPROF_MAX_EVENTS]; /* their enabled/running-scaled deltas */
+  /* Per-call metrics (struct pmcprof_metric), over the counted calls: */
+  __u64 metric_calls[PMCPROF_MAX_METRICS];      /* with a value */
+  __u64 metric_unmeasured[PMCPROF_MAX_METRICS]; /* an operand did not run through the call */
+  __u64 metric_zero[PMCPROF_MAX_METRICS];       /* the divisor was 0 */
+  __u64 metric_sum[PMCPROF_MAX_METRICS];        /* of the fixed-point values, modulo 2^64 */
+  __u64 metric_sum_hi[PMCPROF_MAX_METRICS];     /* ... and its carries: a 128-bit sum */
+  __u64 metric_min_inv[PMCPROF_MAX_METRICS];
+  __u64 metric_max[PMCPROF_MAX_METRICS];
+  __u64 metric_num_sum[PMCPROF_MAX_METRICS]; /* its operands, summed over the calls with a */
+  __u64 metric_den_sum[PMCPROF_MAX_METRICS]; /* value: their ratio is the ratio of totals */
 };
 
 /* Histogram indexes within a function's histograms. */
@@ -274,6 +328,34 @@ static __always_inline void pmcprof_agg_add(struct pmcprof_agg* a,
   }
 }
 
+/* Adds metric m (operands num_op / den_op) of one call: the one definition of which calls have
+ * a value and what it is, used by the kernel aggregation and by the stream's in user space.
+ * Returns 1 with the fixed-point value in *value (for the histogram) when the call has one. */
+static __always_inline int pmcprof_metric_add(struct pmcprof_agg* a, const struct pmcprof_record* r,
+                                              __u32 n_events, __u32 m, __u32 num_op, __u32 den_op,
+                                              __u64* value) {
+  if (r->flags & PMCPROF_REC_NOT_COUNTED) return 0; /* counted in not_counted */
+  m &= PMCPROF_MAX_METRICS - 1;
+  __u64 num = 0, den = 0;
+  if (!pmcprof_operand(r, num_op, n_events, &num) || !pmcprof_operand(r, den_op, n_events, &den)) {
+    a->metric_unmeasured[m]++;
+    return 0;
+  }
+  if (den == 0) {
+    a->metric_zero[m]++;
+    return 0;
+  }
+  __u64 v = pmcprof_ratio_fixed(num, den);
+  a->metric_calls[m]++;
+  a->metric_sum[m] += v;
+  if (a->metric_sum[m] < v) a->metric_sum_hi[m]++;
+  pmcprof_min_max(&a->metric_min_inv[m], &a->metric_max[m], v);
+  a->metric_num_sum[m] += num;
+  a->metric_den_sum[m] += den;
+  *value = v;
+  return 1;
+}
+
 /* Merges one CPU's scalars into a running total (every field adds up but min and max). */
 static __always_inline void pmcprof_agg_merge(struct pmcprof_agg* into,
                                               const struct pmcprof_agg* a) {
@@ -296,6 +378,19 @@ static __always_inline void pmcprof_agg_merge(struct pmcprof_agg* into,
     if (a->max[i] > into->max[i]) into->max[i] = a->max[i];
     into->partial[i] += a->partial[i];
     into->scaled_sum[i] += a->scaled_sum[i];
+  }
+  for (__u32 m = 0; m < PMCPROF_MAX_METRICS; m++) {
+    into->metric_calls[m] += a->metric_calls[m];
+    into->metric_unmeasured[m] += a->metric_unmeasured[m];
+    into->metric_zero[m] += a->metric_zero[m];
+    __u64 lo = into->metric_sum[m] + a->metric_sum[m];
+    into->metric_sum_hi[m] += a->metric_sum_hi[m] + (lo < a->metric_sum[m] ? 1 : 0);
+    into->metric_sum[m] = lo;
+    if (a->metric_min_inv[m] > into->metric_min_inv[m])
+      into->metric_min_inv[m] = a->metric_min_inv[m];
+    if (a->metric_max[m] > into->metric_max[m]) into->metric_max[m] = a->metric_max[m];
+    into->metric_num_sum[m] += a->metric_num_sum[m];
+    into->metric_den_sum[m] += a->metric_den_sum[m];
   }
 }
 

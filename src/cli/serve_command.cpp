@@ -136,7 +136,7 @@ int run_serve_command(const ServeOptions& opts) {
   if (!opts.stat.quiet) std::cerr << "pmcprof: serving " << server.url() << "/metrics\n";
 
   if (stat.function_mode()) {
-    FunctionPlan plan = make_function_plan(stat, std::move(groups));
+    FunctionPlan plan = make_function_plan(stat, std::move(groups), resolver);
     // Lossless cumulative sums in the kernel, unless a breakdown needs the stream.
     if (plan.aggregate == AggregateChoice::both) plan.aggregate = AggregateChoice::kernel;
     plan.readers.push_back(feed.reader());

@@ -11,6 +11,7 @@
 #include "pmcprof/cli/choices.hpp"
 #include "pmcprof/cli/stat_options.hpp"
 #include "pmcprof/counters/cgroups.hpp"
+#include "pmcprof/events/metric_binding.hpp"
 #include "pmcprof/events/metric_table.hpp"
 #include "pmcprof/events/sysfs_pmu.hpp"
 #include "pmcprof/platform/cpu_list.hpp"
@@ -297,11 +298,10 @@ void validate_function_mode(const StatOptions& opts) {
   const char* counting_only =
       opts.per_thread || opts.per_core || opts.per_die || opts.per_socket || opts.per_node
           ? "--per-thread/-core/-die/-socket/-node"
-      : !opts.metrics.empty() ? "-M"
-      : opts.metric_only      ? "--metric-only"
-      : opts.detailed > 0     ? "-d"
-      : opts.interval_count   ? "--interval-count"
-                              : nullptr;
+      : opts.metric_only    ? "--metric-only"
+      : opts.detailed > 0   ? "-d"
+      : opts.interval_count ? "--interval-count"
+                            : nullptr;
   if (counting_only)
     throw UserError(std::string(counting_only) + " applies to counting mode, not to --func",
                     "drop --func to count the whole run");
@@ -409,8 +409,23 @@ static void add_python_region(const StatOptions& opts, FunctionPlan& plan) {
               << "return --by " << (opts.by ? *opts.by : std::string("arg0:str,arg1:str")) << "\n";
 }
 
-FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
+namespace {
+
+// -M's comma lists, as one list of names.
+std::vector<std::string> metric_names(const StatOptions& opts) {
+  std::vector<std::string> names;
+  for (const auto& m : opts.metrics)
+    for (const auto& n : split(m, ',')) names.push_back(std::string(n));
+  return names;
+}
+
+}  // namespace
+
+FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups,
+                                const EventResolver& resolver) {
   FunctionPlan plan;
+  plan.metrics = bind_metrics(groups, select_metrics(metric_names(opts), resolver), resolver,
+                              !opts.metric_no_group);
   plan.groups = std::move(groups);
   for (const auto& f : opts.funcs) plan.targets.push_back(parse_func_target(f));
   check_distinct_targets(plan.targets);
@@ -452,8 +467,9 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   return plan;
 }
 
-int run_function_stat(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
-  FunctionPlan plan = make_function_plan(opts, std::move(groups));
+int run_function_stat(const StatOptions& opts, std::vector<ResolvedGroup> groups,
+                      const EventResolver& resolver) {
+  FunctionPlan plan = make_function_plan(opts, std::move(groups), resolver);
   ReportSink sink(opts.output, /*header=*/false);
   auto renderer = make_func_renderer(render_options(opts), sink.stream());
   FunctionOutcome outcome = run_function_mode(plan, renderer.get());
@@ -479,10 +495,7 @@ std::vector<EventGroupSpec> counting_events(const StatOptions& opts, const Event
     specs = default_events(opts.all_cpus || opts.cpu_list, cpu_pmu_names("stalled-cycles-frontend"),
                            cpu_pmu_names("stalled-cycles-backend"));
   for (auto& g : detailed_events(opts.detailed)) specs.push_back(std::move(g));
-  std::vector<std::string> names;
-  for (const auto& m : opts.metrics)
-    for (const auto& n : split(m, ',')) names.push_back(std::string(n));
-  for (const auto& choice : select_metrics(names, resolver)) {
+  for (const auto& choice : select_metrics(metric_names(opts), resolver)) {
     EventGroupSpec g;
     for (const auto& e : choice.events()) g.events.push_back(parse_event(e));
     g.grouped = !opts.metric_no_group && g.events.size() > 1;
@@ -505,8 +518,13 @@ int run_stat_command(const StatOptions& given) {
   PfmLibrary pfm;
   EventResolver resolver(pfm);
   if (opts.function_mode()) {
-    auto specs = opts.events_given ? parse_event_list(join(opts.events, ",")) : default_events();
-    return run_function_stat(opts, resolver.resolve(specs));
+    // As counting mode: -M without -e counts only the metrics' events.
+    std::vector<EventGroupSpec> specs;
+    if (opts.events_given)
+      specs = parse_event_list(join(opts.events, ","));
+    else if (opts.metrics.empty())
+      specs = default_events();
+    return run_function_stat(opts, resolver.resolve(specs), resolver);
   }
   std::vector<MetricRequest> metrics;
   auto specs = counting_events(opts, resolver, metrics);

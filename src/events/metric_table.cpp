@@ -282,6 +282,30 @@ MetricFormula MetricFormula::parse(std::string_view text) {
   return f;
 }
 
+std::optional<MetricFormula::Ratio> MetricFormula::ratio() const {
+  const Node& n = *root_;
+  auto leaf_event = [](const NodePtr& p) { return p && p->op == 0 && !p->event.empty(); };
+  auto leaf_number = [](const NodePtr& p) { return p && p->op == 0 && p->event.empty(); };
+  if (n.op != '/' || !leaf_event(n.right)) return std::nullopt;
+  Ratio r;
+  r.denominator = n.right->event;
+  if (leaf_event(n.left)) {
+    r.numerator = n.left->event;
+  } else if (n.left && n.left->op == '*' && leaf_number(n.left->left) &&
+             leaf_event(n.left->right)) {
+    r.scale = n.left->left->number;
+    r.numerator = n.left->right->event;
+  } else if (n.left && n.left->op == '*' && leaf_event(n.left->left) &&
+             leaf_number(n.left->right)) {
+    r.scale = n.left->right->number;
+    r.numerator = n.left->left->event;
+  } else {
+    return std::nullopt;
+  }
+  if (r.numerator == r.denominator) return std::nullopt;
+  return r;
+}
+
 std::optional<double> MetricFormula::evaluate(const std::map<std::string, double>& values,
                                               std::string* why_not) const {
   return eval(*root_, values, why_not);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 // clang-format off
 #include "pmcprof.h"
@@ -24,6 +25,9 @@ namespace pmcprof {
 
 static_assert(kAggStream == PMCPROF_AGG_STREAM && kAggKernel == PMCPROF_AGG_KERNEL);
 static_assert(sizeof(FuncProbeStats) == sizeof(pmcprof_func_stats));
+static_assert(kMaxCallMetrics == PMCPROF_MAX_METRICS && kOperandWall == PMCPROF_OPERAND_WALL &&
+              kMetricFracBits == PMCPROF_METRIC_FRAC_BITS);
+static_assert(sizeof(CallMetricOperands) == sizeof(pmcprof_metric));
 
 namespace {
 
@@ -67,6 +71,9 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   if (config.n_funcs > PMCPROF_MAX_FUNCS)
     throw UserError("too many --func (" + std::to_string(config.n_funcs) + "), at most " +
                     std::to_string(PMCPROF_MAX_FUNCS));
+  if (config.metrics.size() > PMCPROF_MAX_METRICS)
+    throw UserError("at most " + std::to_string(PMCPROF_MAX_METRICS) +
+                    " per-call metrics in one run, got " + std::to_string(config.metrics.size()));
   if (config.filter_cgroups.size() > PMCPROF_MAX_FILTER_CGROUPS)
     throw UserError("at most " + std::to_string(PMCPROF_MAX_FILTER_CGROUPS) +
                     " cgroups can filter function mode (-G), got " +
@@ -111,6 +118,18 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   __u32 n_hists = PMCPROF_HIST_EVENT0;
   for (std::size_t i = 0; i < n_events; ++i)
     ro->event_hist[i] = (config.clock_events >> i) & 1 ? PMCPROF_HIST_ONCPU : n_hists++;
+  // Per-call metrics: only where the kernel aggregates (the stream computes its own).
+  const bool kernel_metrics = config.agg_mode & PMCPROF_AGG_KERNEL;
+  ro->n_metrics = kernel_metrics ? static_cast<__u32>(config.metrics.size()) : 0;
+  for (std::size_t m = 0; m < ro->n_metrics; ++m) {
+    const auto& op = config.metrics[m];
+    for (std::uint8_t o : {op.num, op.den})
+      if (o != PMCPROF_OPERAND_WALL && o >= n_events)
+        throw std::logic_error("per-call metric operand beyond the events");
+    ro->metrics[m].num = op.num;
+    ro->metrics[m].den = op.den;
+    ro->metric_hist[m] = n_hists++;
+  }
   ro->n_hists = n_hists;
   ro->n_filter_cgroups = static_cast<__u32>(config.filter_cgroups.size());
   for (std::size_t i = 0; i < config.filter_cgroups.size(); ++i) {
@@ -406,6 +425,11 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
           (config_.clock_events >> i) & 1 ? h[PMCPROF_HIST_ONCPU] : read(ro->event_hist[i]);
     return h;
   };
+  auto read_metric_hists = [&](auto&& read) {
+    std::vector<std::vector<std::uint64_t>> h;
+    for (std::size_t m = 0; m < ro->n_metrics; ++m) h.push_back(read(ro->metric_hist[m]));
+    return h;
+  };
   auto merged = [](int fd, const void* key) {
     auto total = std::make_shared<pmcprof_agg>();
     std::memset(total.get(), 0, sizeof(pmcprof_agg));
@@ -419,10 +443,12 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
       KernelAggregate ka;
       ka.func_id = f;
       ka.agg = merged(agg_fd, &f);
-      ka.hists = read_hists([&](__u32 h) {
+      auto read = [&](__u32 h) {
         const __u32 key = f * ro->n_hists + h;
         return read_hist(hist_fd, &key, sizeof(key));
-      });
+      };
+      ka.hists = read_hists(read);
+      ka.metric_hists = read_metric_hists(read);
       out.push_back(std::move(ka));
     }
     return out;
@@ -441,11 +467,13 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
       ka.key.assign(reinterpret_cast<const char*>(key.key.b), sizeof(key.key.b));
     ka.other = key.other != 0;
     ka.agg = merged(agg_fd, &key);
-    ka.hists = read_hists([&](__u32 h) {
+    auto read = [&](__u32 h) {
       pmcprof_agg_key hk = key;
       hk.hist = static_cast<__u16>(h);
       return read_hist(hist_fd, &hk, sizeof(hk));
-    });
+    };
+    ka.hists = read_hists(read);
+    ka.metric_hists = read_metric_hists(read);
     out.push_back(std::move(ka));
   }
   return out;

@@ -2,6 +2,8 @@
 
 #include <linux/perf_event.h>
 
+#include "pmcprof/util/strings.hpp"
+
 namespace pmcprof {
 
 Distribution make_distribution(const MeasuredSums& m, const Histogram& h) {
@@ -42,6 +44,74 @@ const FuncEventRow* find_event(const FuncRow& row, EventKind kind) {
   return nullptr;
 }
 
+// The formula over the totals of the row's events (and its wall time for duration_time).
+void metric_of_totals(FuncMetricRow& m, const FuncMetricInfo& info, const FuncRow& row) {
+  if (row.calls == 0) {
+    m.reason = "no calls";
+    return;
+  }
+  std::map<std::string, double> values{{"duration_time", row.wall.total}};
+  std::vector<std::string> not_supported, not_counted;
+  for (const auto& input : info.metric.formula->inputs()) {
+    auto it = info.inputs.find(input);
+    if (it == info.inputs.end()) continue;  // duration_time
+    const FuncEventRow& e = row.events.at(it->second);
+    if (e.per_call.status == CounterStatus::ok) {
+      values[input] = e.per_call.total;
+      m.estimated |= e.per_call.estimated;
+    } else {
+      (e.per_call.status == CounterStatus::not_supported ? not_supported : not_counted)
+          .push_back(e.event);
+    }
+  }
+  if (!not_supported.empty() || !not_counted.empty()) {
+    std::vector<std::string> parts;
+    if (!not_supported.empty()) parts.push_back(join(not_supported, ", ") + " <not supported>");
+    if (!not_counted.empty()) parts.push_back(join(not_counted, ", ") + " <not counted>");
+    m.reason = join(parts, "; ");
+    m.estimated = false;
+    return;
+  }
+  m.of_totals = evaluate_metric(info.metric, values, &m.reason);
+  if (!m.of_totals) m.estimated = false;
+}
+
+// The distribution of the per-call values kept in `slot`.
+void metric_per_call(FuncMetricRow& m, const FuncMetricInfo& info, const FuncStats& st) {
+  if (!info.slot || *info.slot >= st.n_metrics()) {
+    m.per_call_reason = info.no_slot_reason;
+    return;
+  }
+  const std::size_t k = *info.slot;
+  const FuncScalars& s = st.s;
+  const auto ratio = info.metric.formula->ratio();
+  m.per_call = true;
+  for (const auto& [input, event] : m.events)
+    if (ratio && input == ratio->denominator) m.divisor = event;
+  m.per_unit =
+      (ratio ? ratio->scale : 1) / static_cast<double>(std::uint64_t{1} << kMetricFracBits);
+  m.calls = s.metric_calls[k];
+  m.unmeasured = s.metric_unmeasured[k];
+  m.zero_divisor = s.metric_zero[k];
+  m.histogram = st.metric_hist[k];
+  if (m.calls == 0) return;
+  // The ratio of totals over the same calls: sum of numerators over sum of denominators.
+  if (s.metric_den_sum[k] > 0) {
+    m.of_totals = (ratio ? ratio->scale : 1) * static_cast<double>(s.metric_num_sum[k]) /
+                  static_cast<double>(s.metric_den_sum[k]);
+    m.estimated = false;
+    m.reason.clear();
+  }
+  const double lo = static_cast<double>(min_of(s.metric_min_inv[k]));
+  const double hi = static_cast<double>(s.metric_max[k]);
+  m.mean = st.metric_sum(k) / static_cast<double>(m.calls) * m.per_unit;
+  m.min = lo * m.per_unit;
+  m.max = hi * m.per_unit;
+  m.p50 = m.histogram.percentile(0.50, lo, hi) * m.per_unit;
+  m.p90 = m.histogram.percentile(0.90, lo, hi) * m.per_unit;
+  m.p99 = m.histogram.percentile(0.99, lo, hi) * m.per_unit;
+}
+
 }  // namespace
 
 std::string KeyValue::display() const {
@@ -61,9 +131,35 @@ std::string KeyValue::display() const {
   return out + "\"";
 }
 
+std::optional<FuncMetricRow> make_metric_row(const FuncMetricInfo& info, const FuncRow& row,
+                                             const FuncStats& st) {
+  if (!info.metric.def || !info.metric.formula) return std::nullopt;
+  FuncMetricRow m;
+  m.name = info.metric.def->name;
+  m.unit = info.metric.def->unit;
+  m.formula = info.metric.formula->text();
+  m.requested = info.requested;
+  for (const auto& input : info.metric.formula->inputs()) {
+    if (input == "duration_time") {
+      m.events.emplace_back(input, "wall time");
+      continue;
+    }
+    auto it = info.inputs.find(input);
+    if (it == info.inputs.end() || it->second >= row.events.size()) return std::nullopt;
+    const FuncEventRow& e = row.events[it->second];
+    // perf prints no derived metric for events that cannot be counted here; -M explains why.
+    if (!info.requested && e.per_call.status == CounterStatus::not_supported) return std::nullopt;
+    m.events.emplace_back(input, e.event);
+  }
+  metric_of_totals(m, info, row);
+  metric_per_call(m, info, st);
+  return m;
+}
+
 FuncRow make_func_row(const std::string& function, const std::string& backend,
                       const std::string& by_value, const FuncStats& st, std::uint64_t lost,
-                      const std::vector<FuncEventInfo>& events) {
+                      const std::vector<FuncEventInfo>& events,
+                      const std::vector<FuncMetricInfo>& metrics) {
   const FuncScalars& s = st.s;
   FuncRow row;
   row.function = function;
@@ -101,6 +197,8 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
     }
     row.events.push_back(std::move(e));
   }
+  for (const auto& info : metrics)
+    if (auto m = make_metric_row(info, row, st)) row.metrics.push_back(std::move(*m));
   return row;
 }
 

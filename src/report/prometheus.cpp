@@ -76,6 +76,25 @@ class Exposition {
     m.samples.push_back(name + "_count" + label_text(labels) + " " +
                         fmt(static_cast<double>(h.count())));
   }
+  // A summary's quantile lines, _sum and _count.
+  void summary(const std::string& name, const char* help, const Labels& labels,
+               const std::vector<std::pair<const char*, double>>& quantiles, double sum,
+               std::uint64_t count) {
+    auto& m = metrics_[name];
+    if (m.type.empty()) {
+      m.type = "summary";
+      m.help = help;
+      order_.push_back(name);
+    }
+    for (const auto& [q, v] : quantiles) {
+      Labels l = labels;
+      l.emplace_back("quantile", q);
+      m.samples.push_back(name + label_text(l) + " " + fmt(v));
+    }
+    m.samples.push_back(name + "_sum" + label_text(labels) + " " + fmt(sum));
+    m.samples.push_back(name + "_count" + label_text(labels) + " " +
+                        fmt(static_cast<double>(count)));
+  }
   std::string text() const {
     std::ostringstream out;
     for (const auto& name : order_) {
@@ -206,6 +225,37 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
               e.per_call.total);
         x.histogram("pmcprof_function_event_per_call", "Events per call.", el, e.histogram,
                     measured_sum, 1);
+      }
+    }
+    for (const auto& m : f.metrics) {
+      Labels ml = fl;
+      ml.emplace_back("metric", m.name);
+      ml.emplace_back("unit", m.unit);
+      // Without a value (events not counted, no calls, a divisor of 0): no sample, never 0.
+      if (m.of_totals)
+        x.add("pmcprof_function_metric_of_totals", "gauge",
+              "A metric's formula over the event totals of the calls (what perf stat prints).", ml,
+              *m.of_totals);
+      if (!m.per_call) continue;
+      const double nan = std::nan("");
+      const bool values = m.calls > 0;
+      x.summary("pmcprof_function_metric_per_call",
+                "A metric per call: quantiles of its per-call values (within 1%), their sum and "
+                "the calls with a value.",
+                ml,
+                {{"0.5", values ? m.p50 : nan},
+                 {"0.9", values ? m.p90 : nan},
+                 {"0.99", values ? m.p99 : nan}},
+                values ? m.mean * static_cast<double>(m.calls) : 0, m.calls);
+      for (const auto& [reason, n] :
+           {std::pair<const char*, std::uint64_t>{"unmeasured", m.unmeasured},
+            {"zero_divisor", m.zero_divisor}}) {
+        Labels rl = ml;
+        rl.emplace_back("reason", reason);
+        x.add("pmcprof_function_metric_skipped_calls_total", "counter",
+              "Counted calls without a metric value: an event of it did not run through the call "
+              "(unmeasured: multiplexed), or its divisor was 0.",
+              rl, static_cast<double>(n));
       }
     }
   }

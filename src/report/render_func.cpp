@@ -64,6 +64,46 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
   return cells;
 }
 
+// A metric's value in text: two decimals (grouped), and two significant digits below 0.1
+// ("0.012", "0.0031").
+std::string metric_number(double v) {
+  int decimals = 2;
+  if (v != 0 && std::fabs(v) < 0.1)
+    decimals = std::min(9, 1 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  return format_grouped(v, decimals);
+}
+
+// What the per-call columns of a metric cover: "1,000 of 1,000 calls", and why calls are
+// missing ("600 of 1,000 calls; 400 multiplexed out").
+std::string metric_coverage(const FuncMetricRow& m, std::uint64_t counted) {
+  if (!m.per_call) return "per call: " + m.per_call_reason;
+  std::string out = format_grouped(static_cast<double>(m.calls), 0) + " of " +
+                    format_grouped(static_cast<double>(counted), 0) +
+                    (counted == 1 ? " call" : " calls");
+  std::vector<std::string> why;
+  if (m.unmeasured)
+    why.push_back(format_grouped(static_cast<double>(m.unmeasured), 0) +
+                  " not measured (multiplexed)");
+  if (m.zero_divisor)
+    why.push_back(format_grouped(static_cast<double>(m.zero_divisor), 0) + " with " +
+                  text(m.divisor) + " 0");
+  if (!why.empty()) out += "; " + join(why, ", ");
+  return out;
+}
+
+std::string metric_cells(const FuncMetricRow& m, std::uint64_t counted) {
+  if (!m.of_totals && m.reason != "no calls")
+    return pad_left("<not computed>", 16) + "  " + text(m.reason);
+  std::string cells = pad_left(m.of_totals ? metric_number(*m.of_totals) : "-", 16);
+  const bool values = m.per_call && m.calls > 0;
+  cells += pad_left(values ? metric_number(m.mean) : "-", 16);
+  for (double v : {m.p50, m.p90, m.p99, m.min, m.max})
+    cells += pad_left(values ? metric_number(v) : "-", 14);
+  cells += "  " + m.unit;
+  if (m.estimated) cells += ", of estimated totals";
+  return cells + " (" + metric_coverage(m, counted) + ")";
+}
+
 void text_rows(std::ostream& out, const FunctionReport& r) {
   for (const auto& f : r.functions) {
     out << " " << esc(f.function) << "  [" << f.backend
@@ -126,10 +166,13 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
           << "\n";
     out << "   " << pad_right("wall time", label) << dist_cells(f.wall, "ns", f.calls) << "\n";
     out << "   " << pad_right("on-CPU time", label) << dist_cells(f.oncpu, "ns", counted) << "\n";
-    if (auto m = func_metric(f)) {
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), "   # %.3f %s\n", m->value, m->unit.c_str());
-      out << buf;
+    if (!f.metrics.empty()) {
+      // The ratio of totals is what perf prints; the per-call columns are over the calls.
+      out << "   " << pad_right("metric", label) << pad_left("of totals", 16)
+          << pad_left("mean/call", 16) << pad_left("p50", 14) << pad_left("p90", 14)
+          << pad_left("p99", 14) << pad_left("min", 14) << pad_left("max", 14) << "\n";
+      for (const auto& m : f.metrics)
+        out << "   " << pad_right(esc(m.name), label) << metric_cells(m, counted) << "\n";
     }
     out << "\n";
   }
@@ -193,6 +236,40 @@ ojson dist_json(const Distribution& d) {
   j["max"] = exact ? number(d.max) : ojson(nullptr);
   j["measured_calls"] = d.measured;
   j["estimated"] = d.estimated;
+  return j;
+}
+
+ojson metric_json(const FuncMetricRow& m) {
+  ojson j;
+  j["unit"] = m.unit;
+  j["formula"] = m.formula;
+  ojson events = ojson::object();
+  for (const auto& [input, event] : m.events) events[input] = text(event);
+  j["events"] = std::move(events);
+  j["requested"] = m.requested;
+  const bool computed = m.of_totals.has_value();
+  j["status"] = computed ? "ok" : "not-computed";
+  if (!computed) j["reason"] = m.reason;
+  j["of_totals"] = computed ? ojson(*m.of_totals) : ojson(nullptr);
+  j["estimated"] = m.estimated;
+  if (!m.per_call) {
+    j["per_call"] = nullptr;
+    j["per_call_reason"] = m.per_call_reason;
+    return j;
+  }
+  ojson pc;
+  pc["calls"] = m.calls;
+  pc["unmeasured"] = m.unmeasured;
+  pc["zero_divisor"] = m.zero_divisor;
+  const bool values = m.calls > 0;
+  for (const auto& [k, v] : {std::pair<const char*, double>{"mean", m.mean},
+                             {"p50", m.p50},
+                             {"p90", m.p90},
+                             {"p99", m.p99},
+                             {"min", m.min},
+                             {"max", m.max}})
+    pc[k] = values ? ojson(v) : ojson(nullptr);
+  j["per_call"] = std::move(pc);
   return j;
 }
 
@@ -287,12 +364,22 @@ ojson report_json(const FunctionReport& r, const char* type) {
     }
     fj["events"] = std::move(events);
     if (auto m = func_metric(f)) fj["metric"] = {{"value", m->value}, {"unit", m->unit}};
+    ojson metrics = ojson::object();
+    for (const auto& m : f.metrics) metrics[m.name] = metric_json(m);
+    fj["metrics"] = std::move(metrics);
     funcs.push_back(std::move(fj));
   }
   j["functions"] = std::move(funcs);
   // --aggregate both: the kernel's sums of the same calls, inside the same document.
   if (r.kernel_view) j["kernel_view"] = report_json(*r.kernel_view, type);
   return j;
+}
+
+// A metric's value in CSV: up to 9 significant digits, no grouping.
+std::string csv_number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
 }
 
 void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep,
@@ -327,10 +414,31 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
       out << sep << (d.percentiles ? format_fixed(v, 2) : "");
     out << tail;
   };
+  // A metric's row: "metric:NAME", its unit; the ratio of totals in the total column, the
+  // per-call mean, percentiles, min and max after it, and the calls with a value as measured.
+  auto metric_row = [&](const FuncMetricRow& m, const FuncRow& f) {
+    if (r.interval_s)
+      out << format_fixed(*r.interval_s, 9) << sep;
+    else if (summary)
+      out << "summary" << sep;
+    out << csv_field(f.function, sep) << sep << f.backend << sep << csv_field(f.by_value, sep)
+        << sep << f.calls << sep << f.not_counted << sep << f.lost << sep
+        << csv_field("metric:" + m.name, sep) << sep << csv_field(m.unit, sep) << sep;
+    out << (m.of_totals ? csv_number(*m.of_totals)
+                        : std::string(m.reason == "no calls" ? "" : "<not computed>"));
+    const bool values = m.per_call && m.calls > 0;
+    for (double v : {m.mean, m.p50, m.p90, m.p99, m.min, m.max})
+      out << sep << (values ? csv_number(v) : "");
+    const std::uint64_t unmeasured = f.depth_overflow + f.unmatched_exits + f.abandoned +
+                                     f.reentered + f.state_failed + f.not_aggregated;
+    out << sep << m.calls << sep << (m.estimated ? "1" : "0") << sep << r.aggregation << sep
+        << unmeasured << "\n";
+  };
   for (const auto& f : r.functions) {
     for (const auto& e : f.events) cell(e.per_call, e.event, e.unit, f);
     cell(f.wall, "wall-time", "ns", f);
     cell(f.oncpu, "on-cpu-time", "ns", f);
+    for (const auto& m : f.metrics) metric_row(m, f);
   }
 }
 

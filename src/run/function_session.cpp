@@ -23,6 +23,46 @@
 
 namespace pmcprof {
 
+FunctionMetricPlan plan_function_metrics(const std::vector<MetricBinding>& bindings,
+                                         const CounterSet& counters) {
+  FunctionMetricPlan plan;
+  const BpfEventMap events = BpfEventMap::of(counters);
+  auto bpf_index = [&](std::size_t e) -> std::optional<std::size_t> {
+    for (std::size_t b = 0; b < events.size(); ++b)
+      if (events.counter_event(b) == e) return b;
+    return std::nullopt;
+  };
+  for (const auto& binding : bindings) {
+    FuncMetricInfo info;
+    info.metric = binding.metric;
+    info.requested = binding.requested;
+    info.inputs = binding.inputs;
+    const auto ratio = binding.metric.formula ? binding.metric.formula->ratio() : std::nullopt;
+    auto operand = [&](const std::string& input) -> std::optional<std::uint8_t> {
+      if (input == "duration_time") return kOperandWall;
+      auto it = binding.inputs.find(input);
+      if (it == binding.inputs.end()) return std::nullopt;
+      auto b = bpf_index(it->second);
+      if (!b) return std::nullopt;
+      return static_cast<std::uint8_t>(*b);
+    };
+    if (!ratio) {
+      info.no_slot_reason = "not a ratio of two events: only the ratio of totals";
+    } else if (auto num = operand(ratio->numerator), den = operand(ratio->denominator);
+               !num || !den) {
+      info.no_slot_reason = "its events were not opened";
+    } else if (plan.per_call.size() >= kMaxCallMetrics) {
+      info.no_slot_reason =
+          "at most " + std::to_string(kMaxCallMetrics) + " metrics per call in one run";
+    } else {
+      info.slot = plan.per_call.size();
+      plan.per_call.push_back({*num, *den});
+    }
+    plan.infos.push_back(std::move(info));
+  }
+  return plan;
+}
+
 AggregateChoice resolve_aggregate(AggregateChoice requested, Breakdown by) {
   if (requested != AggregateChoice::automatic) return requested;
   // pid/comm/cpu are only in the per-call records; cgroup is a kernel map key too.
@@ -118,6 +158,7 @@ struct FunctionSession::State {
   ResolvedTargets resolved;
   std::vector<AttachPoint>& points;
   CounterSet counters;
+  FunctionMetricPlan metrics;
   FuncObject object;
   FuncAttachments attachments;
   std::vector<BpfLink> hooks;
@@ -146,9 +187,10 @@ struct FunctionSession::State {
         points(resolved.points),
         // BPF reads counters on the CPU a call runs on: always one per CPU.
         counters(CounterSet::open(p.groups, CounterTarget::system_wide(online_cpus()))),
+        metrics(plan_function_metrics(p.metrics, counters)),
         object(FuncObject::load(counters, object_config())),
-        stream_total(object.events().size(), p.by, p.max_keys),
-        stream_interval(object.events().size(), p.by, p.max_keys),
+        stream_total(object.events().size(), p.by, p.max_keys, metrics.per_call),
+        stream_interval(object.events().size(), p.by, p.max_keys, metrics.per_call),
         infos(event_infos(counters, object.events())),
         fstats_prev(points.size() + 1) {
     for (std::size_t slot = 0; slot < resolved.key_specs.size(); ++slot)
@@ -176,6 +218,7 @@ struct FunctionSession::State {
     c.need_comm = plan.by == Breakdown::comm;
     c.clock_events = clock_events(plan.groups, counters, BpfEventMap::of(counters));
     for (const auto& cg : plan.filter_cgroups) c.filter_cgroups.emplace_back(cg.id, cg.level);
+    c.metrics = metrics.per_call;
     c.thread_store = plan.thread_store;
     c.compensate = plan.compensate;
     c.n_key_args = plan.key_args.size();
@@ -359,7 +402,7 @@ struct FunctionSession::State {
     KeyedStats out;
     for (const auto& ka : object.read_aggregates()) {
       FuncKey key{ka.func_id, plan.by == Breakdown::cgroup ? ka.cgroup_id : 0, ka.key, ka.other};
-      auto it = out.try_emplace(key, object.events().size()).first;
+      auto it = out.try_emplace(key, object.events().size(), metrics.per_call).first;
       it->second.add_kernel(ka);
     }
     return out;
@@ -389,7 +432,7 @@ struct FunctionSession::State {
         if (key.func_id != p.func_id) continue;
         std::optional<std::uint64_t> cgroup_id;
         std::string value = by_value(key, cgroup_id);
-        r.functions.push_back(make_func_row(p.label, backend, value, s, 0, infos));
+        r.functions.push_back(make_func_row(p.label, backend, value, s, 0, infos, metrics.infos));
         FuncRow& row = r.functions.back();
         row.cgroup_id = cgroup_id;
         row.other = key.other;
@@ -399,8 +442,9 @@ struct FunctionSession::State {
       std::stable_partition(r.functions.begin() + static_cast<std::ptrdiff_t>(first),
                             r.functions.end(), [](const FuncRow& f) { return !f.other; });
       if (r.functions.size() == first)
-        r.functions.push_back(
-            make_func_row(p.label, backend, "", FuncStats(object.events().size()), 0, infos));
+        r.functions.push_back(make_func_row(p.label, backend, "",
+                                            FuncStats(object.events().size(), metrics.per_call), 0,
+                                            infos, metrics.infos));
       for (std::size_t i = first; i < r.functions.size(); ++i)
         r.functions[i].kind = to_string(p.shape);
       // What happened to the function's calls outside the sums: on its first row.

@@ -12,6 +12,10 @@ namespace pmcprof {
 static_assert(sizeof(FuncScalars) == sizeof(pmcprof_agg));
 static_assert(offsetof(FuncScalars, measured) == offsetof(pmcprof_agg, measured));
 static_assert(offsetof(FuncScalars, scaled_sum) == offsetof(pmcprof_agg, scaled_sum));
+static_assert(offsetof(FuncScalars, metric_calls) == offsetof(pmcprof_agg, metric_calls));
+static_assert(offsetof(FuncScalars, metric_sum_hi) == offsetof(pmcprof_agg, metric_sum_hi));
+static_assert(offsetof(FuncScalars, metric_max) == offsetof(pmcprof_agg, metric_max));
+static_assert(offsetof(FuncScalars, metric_den_sum) == offsetof(pmcprof_agg, metric_den_sum));
 
 namespace {
 
@@ -32,6 +36,19 @@ void FuncStats::add(const CallRecord& r) {
   oncpu.add(r.oncpu_ns);
   for (std::size_t i = 0; i < n_events() && i < r.n_events; ++i)
     if (r.measured & (1u << i)) hist[i].add(r.delta[i]);
+  // Per-call metrics: the kernel's definition too (pmcprof_metric_add).
+  const auto n = static_cast<__u32>(std::min<std::size_t>(n_events(), r.n_events));
+  for (std::size_t m = 0; m < n_metrics() && m < kMaxCallMetrics; ++m) {
+    __u64 v = 0;
+    if (pmcprof_metric_add(raw(s), reinterpret_cast<const pmcprof_record*>(&r), n,
+                           static_cast<__u32>(m), metrics[m].num, metrics[m].den, &v))
+      metric_hist[m].add(v);
+  }
+}
+
+double FuncStats::metric_sum(std::size_t m) const {
+  return static_cast<double>(s.metric_sum_hi[m]) * 18446744073709551616.0 +
+         static_cast<double>(s.metric_sum[m]);
 }
 
 void FuncStats::add_kernel(const KernelAggregate& k) {
@@ -45,6 +62,8 @@ void FuncStats::add_kernel(const KernelAggregate& k) {
   }
   for (std::size_t i = 0; i < n_events() && PMCPROF_HIST_EVENT0 + i < k.hists.size(); ++i)
     add_hist(hist[i], k.hists[PMCPROF_HIST_EVENT0 + i]);
+  for (std::size_t m = 0; m < n_metrics() && m < k.metric_hists.size(); ++m)
+    add_hist(metric_hist[m], k.metric_hists[m]);
 }
 
 void FuncStats::merge(const FuncStats& o) {
@@ -52,6 +71,8 @@ void FuncStats::merge(const FuncStats& o) {
   wall.merge(o.wall);
   oncpu.merge(o.oncpu);
   for (std::size_t i = 0; i < n_events() && i < o.n_events(); ++i) hist[i].merge(o.hist[i]);
+  for (std::size_t m = 0; m < n_metrics() && m < o.n_metrics(); ++m)
+    metric_hist[m].merge(o.metric_hist[m]);
 }
 
 void FuncStats::subtract(const FuncStats& o) {
@@ -79,6 +100,19 @@ void FuncStats::subtract(const FuncStats& o) {
     sub(s.scaled_sum[i], o.s.scaled_sum[i]);
     hist[i].subtract(o.hist[i]);
     bounds(hist[i], s.min_inv[i], s.max[i]);
+  }
+  for (std::size_t m = 0; m < n_metrics() && m < o.n_metrics() && m < kMaxCallMetrics; ++m) {
+    sub(s.metric_calls[m], o.s.metric_calls[m]);
+    sub(s.metric_unmeasured[m], o.s.metric_unmeasured[m]);
+    sub(s.metric_zero[m], o.s.metric_zero[m]);
+    // The 128-bit sum: an earlier total is never larger than a later one.
+    const std::uint64_t borrow = s.metric_sum[m] < o.s.metric_sum[m] ? 1 : 0;
+    s.metric_sum[m] -= o.s.metric_sum[m];
+    sub(s.metric_sum_hi[m], o.s.metric_sum_hi[m] + borrow);
+    sub(s.metric_num_sum[m], o.s.metric_num_sum[m]);
+    sub(s.metric_den_sum[m], o.s.metric_den_sum[m]);
+    metric_hist[m].subtract(o.metric_hist[m]);
+    bounds(metric_hist[m], s.metric_min_inv[m], s.metric_max[m]);
   }
 }
 
@@ -129,7 +163,8 @@ void StreamAggregator::add(const CallRecord& r) {
     } else if (by_ == Breakdown::args) {
       ++keys_[r.func_id];
     }
-    if (it == stats_.end()) it = stats_.emplace(std::move(key), FuncStats(n_events_)).first;
+    if (it == stats_.end())
+      it = stats_.emplace(std::move(key), FuncStats(n_events_, metrics_)).first;
   }
   it->second.add(r);
 }

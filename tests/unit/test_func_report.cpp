@@ -80,6 +80,36 @@ FuncEventRow event_row(const std::string& name, EventKind kind, Distribution d,
   return e;
 }
 
+FuncMetricRow metric_row(const std::string& name, const std::string& unit,
+                         const std::string& formula, bool requested,
+                         std::vector<std::pair<std::string, std::string>> events) {
+  FuncMetricRow m;
+  m.name = name;
+  m.unit = unit;
+  m.formula = formula;
+  m.requested = requested;
+  m.events = std::move(events);
+  return m;
+}
+
+// Per-call figures: mean, p50, p90, p99, min, max (none: no call had a value).
+void per_call(FuncMetricRow& m, std::uint64_t calls, std::uint64_t unmeasured,
+              std::uint64_t zero_divisor, const std::string& divisor, std::vector<double> figures) {
+  m.per_call = true;
+  m.calls = calls;
+  m.unmeasured = unmeasured;
+  m.zero_divisor = zero_divisor;
+  m.divisor = divisor;
+  if (figures.size() == 6) {
+    m.mean = figures[0];
+    m.p50 = figures[1];
+    m.p90 = figures[2];
+    m.p99 = figures[3];
+    m.min = figures[4];
+    m.max = figures[5];
+  }
+}
+
 // A report as function_session.cpp would build it: a user function with a lossy stream, an
 // event the kernel refused and one that was multiplexed (measured 9,000 of 12,340 counted
 // calls: its total is an estimate), and a syscall whose every call was disturbed (no event and
@@ -112,6 +142,33 @@ FunctionReport sample_report() {
                 dist(9876000, 800.97, 790, 1100, 3100.75, 455, 40321, 9000, /*estimated=*/true)));
   malloc_row.events.push_back(
       event_row("cache-misses", kCacheMisses, status_only(CounterStatus::not_supported)));
+  // Metrics: IPC derived automatically (per call over the 8,990 calls both events measured,
+  // 3,340 multiplexed out, 10 with 0 cycles; of estimated totals), CPUs utilized per call, a
+  // -M metric with small values, and a -M metric whose events the kernel refused.
+  FuncMetricRow ipc = metric_row("IPC", "insn per cycle", "instructions / cycles", false,
+                                 {{"instructions", "instructions"}, {"cycles", "cycles"}});
+  ipc.of_totals = 2.0;
+  ipc.estimated = true;
+  per_call(ipc, 8990, 3340, 10, "cycles", {2.01, 2.05, 2.5, 3.1, 0.5, 4.75});
+  malloc_row.metrics.push_back(ipc);
+  FuncMetricRow cpus =
+      metric_row("CPUs_utilized", "CPUs utilized", "task-clock / duration_time", false,
+                 {{"task-clock", "task-clock"}, {"duration_time", "wall time"}});
+  cpus.of_totals = 1851000.0 / 2469000.0;
+  per_call(cpus, 12340, 0, 0, "wall time", {0.75, 0.78, 0.99, 1.0, 0.05, 1.0});
+  malloc_row.metrics.push_back(cpus);
+  FuncMetricRow mpki =
+      metric_row("branch_mpki", "per 1k insn", "1000 * branch-misses / instructions", true,
+                 {{"branch-misses", "branch-misses"}, {"instructions", "instructions"}});
+  mpki.of_totals = 0.00123;
+  per_call(mpki, 9000, 3340, 0, "instructions", {0.0012, 0, 0.0031, 0.0123, 0, 0.5});
+  malloc_row.metrics.push_back(mpki);
+  FuncMetricRow cmr =
+      metric_row("cache_miss_rate", "%", "100 * cache-misses / cache-references", true,
+                 {{"cache-misses", "cache-misses"}, {"cache-references", "cache-references"}});
+  cmr.reason = "cache-misses, cache-references <not supported>";
+  cmr.per_call_reason = "its events were not opened";
+  malloc_row.metrics.push_back(cmr);
   r.functions.push_back(malloc_row);
 
   FuncRow getppid;
@@ -127,6 +184,11 @@ FunctionReport sample_report() {
       event_row("instructions", kInstructions, status_only(CounterStatus::not_counted)));
   getppid.events.push_back(
       event_row("cache-misses", kCacheMisses, status_only(CounterStatus::not_supported)));
+  FuncMetricRow gipc = metric_row("IPC", "insn per cycle", "instructions / cycles", false,
+                                  {{"instructions", "instructions"}, {"cycles", "cycles"}});
+  gipc.reason = "cycles, instructions <not counted>";
+  per_call(gipc, 0, 0, 0, "cycles", {});
+  getppid.metrics.push_back(gipc);
   r.functions.push_back(getppid);
   return r;
 }
@@ -367,8 +429,8 @@ TEST(FuncReportText, NoWarningWithoutLoss) {
 TEST(FuncReportCsv, EveryLineHasTheSameColumns) {
   const std::string csv = render_func_csv(sample_report());
   const auto lines = split(std::string(trim(csv)), '\n');
-  // 2 functions x (3 events + wall + on-cpu).
-  ASSERT_EQ(lines.size(), 10u) << csv;
+  // 2 functions x (3 events + wall + on-cpu), then their metrics (4 and 1).
+  ASSERT_EQ(lines.size(), 15u) << csv;
   const std::size_t columns = split(lines[0], ',').size();
   // function, backend, by, calls, not counted, lost, event, unit, total, mean, p50, p90, p99,
   // then (new) min, max, calls measured, estimated, aggregation, calls not measured.
@@ -530,11 +592,11 @@ TEST(FuncReportCsv, IntervalThenSummaryKeepColumns) {
   renderer->interval(r);
   renderer->final(r);
   const auto lines = split(std::string(trim(out.str())), '\n');
-  ASSERT_EQ(lines.size(), 20u) << out.str();
+  ASSERT_EQ(lines.size(), 30u) << out.str();
   EXPECT_EQ(lines[0].rfind("1.000000000,libc:malloc,", 0), 0u) << lines[0];
   const std::size_t columns = split(lines[0], ',').size();
   for (const auto& line : lines) EXPECT_EQ(split(line, ',').size(), columns) << line;
-  EXPECT_EQ(lines[10].rfind("summary,libc:malloc,", 0), 0u) << lines[10];
+  EXPECT_EQ(lines[15].rfind("summary,libc:malloc,", 0), 0u) << lines[15];
 }
 
 // ---- multiplexing, per call: each event measures the calls it ran through ----
@@ -713,6 +775,13 @@ TEST(MakeDistribution, OnlyPartialRuns) {
 
 namespace {
 
+MetricChoice table_metric(const std::string& name) {
+  for (const auto& d : metric_table())
+    if (d.name == name) return {&d, &d.variants.front()};
+  ADD_FAILURE() << "no metric " << name;
+  return {};
+}
+
 // Records -> FuncStats -> make_func_row -> the renderers: a multiplexed event, a disturbed
 // call, an event that only ran in part, one that never ran, the unmeasured-call counters and a
 // fentry target that fell back to kprobes; the kernel's view of the same calls beside it.
@@ -723,7 +792,13 @@ FunctionReport both_report() {
       {"task-clock", kTaskClock, "ns", 2},
       {"cache-misses", kCacheMisses, "", std::nullopt},
   };
-  FuncStats malloc_stats(3);
+  // IPC (instructions / cycles) and CPUs utilized (task-clock / wall time), per call.
+  const std::vector<CallMetricOperands> per_call = {{1, 0}, {2, kOperandWall}};
+  const std::vector<FuncMetricInfo> metrics = {
+      {table_metric("IPC"), false, {{"instructions", 1}, {"cycles", 0}}, 0, ""},
+      {table_metric("CPUs_utilized"), false, {{"task-clock", 2}}, 1, ""},
+  };
+  FuncStats malloc_stats(3, per_call);
   const std::uint64_t cyc[] = {2100, 2250, 1980, 2400, 2003, 2003, 2210, 9050, 2120, 2090};
   for (std::size_t k = 0; k < 10; ++k) {
     const std::uint64_t oncpu = 700 + 10 * k;
@@ -733,15 +808,15 @@ FunctionReport both_report() {
   }
   malloc_stats.add(
       call(250000, 900, {4000, 8000, 900}, PMCPROF_REC_NOT_COUNTED | PMCPROF_REC_SLEPT));
-  FuncRow malloc_row = make_func_row("libc:malloc", "uprobe", "", malloc_stats, 0, events);
+  FuncRow malloc_row = make_func_row("libc:malloc", "uprobe", "", malloc_stats, 0, events, metrics);
   malloc_row.abandoned = 2;
   malloc_row.read_errors = 1;
 
-  FuncStats tcp_stats(3);
+  FuncStats tcp_stats(3, per_call);
   for (std::uint64_t k = 0; k < 4; ++k)
     tcp_stats.add(call(15000 + 1000 * k, 14000 + 500 * k, {30000 + k, 0, 14000 + 500 * k}, 0, 0x4,
                        k % 2 ? 0x5 : 0x4));
-  FuncRow tcp_row = make_func_row("tcp_sendmsg", "kprobe", "", tcp_stats, 0, events);
+  FuncRow tcp_row = make_func_row("tcp_sendmsg", "kprobe", "", tcp_stats, 0, events, metrics);
   tcp_row.reentered = 1;
   tcp_row.state_failed = 3;
   tcp_row.backend_note = "fentry refused by the kernel (errno 524): using kprobe";
@@ -847,7 +922,8 @@ TEST(FuncReportBoth, TextAndCsvShowBothViews) {
       << text.str();
   const std::string csv = render_func_csv(r);
   const auto lines = split(std::string(trim(csv)), '\n');
-  ASSERT_EQ(lines.size(), 2u * 2 * (4 + 2)) << csv;  // 2 views x 2 functions x (4 events + 2)
+  // 2 views x 2 functions x (4 events + wall + on-CPU + 2 metrics)
+  ASSERT_EQ(lines.size(), 2u * 2 * (4 + 2 + 2)) << csv;
   std::size_t stream = 0, kernel = 0;
   for (const auto& line : lines) {
     const auto cells = split(line, ',');
@@ -859,8 +935,8 @@ TEST(FuncReportBoth, TextAndCsvShowBothViews) {
     const bool is_malloc = cells[0] == "libc:malloc";
     EXPECT_EQ(cells[18], is_malloc ? "2" : cells[17] == "kernel" ? "8" : "4") << line;
   }
-  EXPECT_EQ(stream, 12u);
-  EXPECT_EQ(kernel, 12u);
+  EXPECT_EQ(stream, 16u);
+  EXPECT_EQ(kernel, 16u);
 }
 
 TEST(FuncReportGolden, BothText) {

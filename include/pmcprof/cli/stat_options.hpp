@@ -73,9 +73,12 @@ void validate_stat_options(const StatOptions& opts);
 struct CountingPlan;
 struct FunctionPlan;
 struct ResolvedGroup;
-// Turns checked flags into what a run needs (resolving CPUs, cgroups, targets).
+class EventResolver;
+// Turns checked flags into what a run needs (resolving CPUs, cgroups, targets). Function mode
+// binds its metrics (-M, and those derived automatically) to the events, adding what -M needs.
 CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups);
-FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups);
+FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups,
+                                const EventResolver& resolver);
 
 // `pmcprof stat`: returns the exit code.
 int run_stat_command(const StatOptions& opts);

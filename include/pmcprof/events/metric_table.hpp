@@ -24,6 +24,15 @@ class MetricFormula {
   const std::vector<std::string>& inputs() const { return inputs_; }
   const std::string& text() const { return text_; }
 
+  // The formula as `[scale *] numerator / denominator` of two inputs, when it is one
+  // ("instructions / cycles", "100 * branch-misses / branches"): the form a metric can take
+  // per call of a function. nullopt for any other shape (sums, differences, constants).
+  struct Ratio {
+    double scale = 1;
+    std::string numerator, denominator;
+  };
+  std::optional<Ratio> ratio() const;
+
   // The value from measured values by event name; nullopt with `why_not` set when an input is
   // missing or a divisor is 0. Pure: no state, no I/O.
   std::optional<double> evaluate(const std::map<std::string, double>& values,

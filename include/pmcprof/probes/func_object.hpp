@@ -42,6 +42,17 @@ struct FuncProbeStats {
 // hash keyed by thread id for kernels without BPF_MAP_TYPE_TASK_STORAGE (Linux < 5.11).
 enum class ThreadStore { automatic, task_storage, hash };
 
+// A per-call metric as the kernel computes it (struct pmcprof_metric): the ratio of two of a
+// call's quantities, each a BPF event index or kOperandWall (the call's wall time).
+inline constexpr std::size_t kMaxCallMetrics = 8;  // PMCPROF_MAX_METRICS
+inline constexpr std::uint8_t kOperandWall = 8;    // PMCPROF_OPERAND_WALL
+inline constexpr unsigned kMetricFracBits = 20;    // PMCPROF_METRIC_FRAC_BITS
+struct CallMetricOperands {
+  std::uint8_t num = 0;
+  std::uint8_t den = 0;
+  bool operator==(const CallMetricOperands&) const = default;
+};
+
 // How the function-mode BPF object is configured (rodata) and sized (max_entries) before
 // load. Only the maps a run needs are created, each sized to the run.
 struct FuncObjectConfig {
@@ -70,6 +81,8 @@ struct FuncObjectConfig {
   bool syscall_programs = false;        // syscall_entry/syscall_exit: any tracepoint
   bool hit_programs = false;            // probe_hit: single USDT probes, uprobes, kprobes
   bool tracepoint_hit_program = false;  // tracepoint_hit: single tracepoints
+  // Per-call metrics the kernel aggregation computes (at most kMaxCallMetrics).
+  std::vector<CallMetricOperands> metrics;
 };
 
 // Which of the object's programs an attach point runs: a call's (or region's) start or end,
@@ -90,6 +103,8 @@ struct KernelAggregate {
   std::shared_ptr<const pmcprof_agg> agg;
   // [histogram index (PMCPROF_HIST_*)][bucket]; empty where a histogram is not kept.
   std::vector<std::vector<std::uint64_t>> hists;
+  // [per-call metric][bucket]: the fixed-point values' histograms.
+  std::vector<std::vector<std::uint64_t>> metric_hists;
 };
 
 // One BPF map's kernel memory, from /proc/self/fdinfo (bench and -v).

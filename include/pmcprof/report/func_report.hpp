@@ -2,11 +2,13 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "pmcprof/events/metric_table.hpp"
 #include "pmcprof/report/render.hpp"
 #include "pmcprof/report/report.hpp"
 #include "pmcprof/stream/func_stats.hpp"
@@ -46,6 +48,40 @@ struct KeyValue {
   std::string display() const;  // "text" in double quotes (escaped), or the number
 };
 
+// A metric of a function's calls (IPC, a miss share, CPUs utilized, ...): the value of its
+// formula over the event totals, as perf prints it (the ratio of totals), and, for a metric
+// that is a ratio of two quantities of a call, the distribution of its per-call values. The
+// two differ: the ratio of totals weighs each call by its divisor (a long call counts more),
+// the per-call mean weighs every call alike.
+struct FuncMetricRow {
+  std::string name;        // "IPC"
+  std::string unit;        // "insn per cycle", "%", ...
+  std::string formula;     // "instructions / cycles"
+  bool requested = false;  // -M; otherwise derived automatically
+  // Formula input -> the run's event it was computed from ("instructions" -> "instructions:u");
+  // "duration_time" -> "wall time".
+  std::vector<std::pair<std::string, std::string>> events;
+  // The ratio of totals (perf's figure). For a metric kept per call, over the calls with a
+  // value: the sum of its numerator over the sum of its denominator in those calls (the same
+  // calls as the per-call figures). Otherwise (or when no call has a value) the formula over
+  // the events' totals over the counted calls, `estimated` when one of them is. nullopt with
+  // `reason` when it cannot be computed (an event not counted or not supported, no calls, a
+  // divisor of 0).
+  std::optional<double> of_totals;
+  std::string reason;
+  bool estimated = false;  // a total it reads is estimated (multiplexed)
+  // Per call: kept when the formula is a ratio of two of a call's quantities (else the reason).
+  bool per_call = false;
+  std::string per_call_reason;
+  std::uint64_t calls = 0;         // counted calls with a value
+  std::uint64_t unmeasured = 0;    // counted calls one of its events did not run through
+  std::uint64_t zero_divisor = 0;  // counted calls whose divisor was 0
+  std::string divisor;             // the run's event (or "wall time") it divides by
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, min = 0, max = 0;  // when calls > 0
+  Histogram histogram;  // per-call values in fixed point: value = bucket value x `per_unit`
+  double per_unit = 0;
+};
+
 // One function (or one function and one --by value) in a function-mode report.
 struct FuncRow {
   std::string function;           // as given to --func; a region's name (or its text)
@@ -78,6 +114,7 @@ struct FuncRow {
   Histogram wall_histogram;
   Histogram oncpu_histogram;
   std::vector<FuncEventRow> events;
+  std::vector<FuncMetricRow> metrics;
 };
 
 // What a probe pair adds to each call, per backend (measured before the run on a function
@@ -141,9 +178,28 @@ struct MeasuredSums {
 };
 Distribution make_distribution(const MeasuredSums& m, const Histogram& h);
 
+// Describes a metric for make_func_row: its formula, and where its inputs are.
+struct FuncMetricInfo {
+  MetricChoice metric;
+  bool requested = false;
+  // Formula input -> index into the row's events (the FuncEventInfo list); duration_time is
+  // the wall time and not here.
+  std::map<std::string, std::size_t> inputs;
+  // Its per-call slot in FuncStats (metric_* and metric_hist), when kept per call; else why not.
+  std::optional<std::size_t> slot;
+  std::string no_slot_reason;
+};
+
+// One metric of `row` (whose events are made already) from the stats the row was made of:
+// nullopt for an automatic metric one of whose events the kernel could not open (perf prints
+// no derived metric then; a -M metric says why it has no value).
+std::optional<FuncMetricRow> make_metric_row(const FuncMetricInfo& info, const FuncRow& row,
+                                             const FuncStats& stats);
+
 FuncRow make_func_row(const std::string& function, const std::string& backend,
                       const std::string& by_value, const FuncStats& stats, std::uint64_t lost,
-                      const std::vector<FuncEventInfo>& events);
+                      const std::vector<FuncEventInfo>& events,
+                      const std::vector<FuncMetricInfo>& metrics = {});
 
 // IPC and the like for a function row, from its event totals.
 std::optional<Metric> func_metric(const FuncRow& row);

@@ -11,6 +11,7 @@
 
 #include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/events/event_resolver.hpp"
+#include "pmcprof/events/metric_binding.hpp"
 #include "pmcprof/probes/func_object.hpp"
 #include "pmcprof/probes/target_spec.hpp"
 #include "pmcprof/report/func_report.hpp"
@@ -44,6 +45,8 @@ struct FunctionPlan {
   bool verbose = false;
   bool quiet = false;
   std::vector<Cgroup> filter_cgroups;  // -G: only calls from tasks in these (or below)
+  // Metrics of each function's calls (-M, and those derived automatically), bound to `groups`.
+  std::vector<MetricBinding> metrics;
   // For `serve`, as in CountingPlan.
   std::vector<RunLoopOptions::Reader> readers;
   LiveSink on_live;
@@ -53,6 +56,18 @@ struct FunctionOutcome {
   FunctionReport report;  // with kernel_view set for --aggregate both
   int exit_code = 0;
 };
+
+// How a run's metrics are computed: what the report needs to know of each (FuncMetricInfo,
+// its inputs as indexes of the counter events), and the operands of those kept per call (in
+// BPF event indexes), in slot order. A metric is kept per call when its formula is a ratio
+// of two of a call's quantities, both events the kernel opened (or the wall time), up to
+// kMaxCallMetrics of them.
+struct FunctionMetricPlan {
+  std::vector<FuncMetricInfo> infos;
+  std::vector<CallMetricOperands> per_call;
+};
+FunctionMetricPlan plan_function_metrics(const std::vector<MetricBinding>& bindings,
+                                         const CounterSet& counters);
 
 // The automatic aggregation: stream when a --by breakdown needs per-call details, else kernel.
 AggregateChoice resolve_aggregate(AggregateChoice requested, Breakdown by);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "pmcprof/probes/func_object.hpp"
 #include "pmcprof/stream/call_record.hpp"
 #include "pmcprof/stream/histogram.hpp"
 
@@ -34,6 +35,16 @@ struct FuncScalars {
   std::array<std::uint64_t, kMaxBpfEvents> max{};
   std::array<std::uint64_t, kMaxBpfEvents> partial{};     // calls it ran through in part
   std::array<std::uint64_t, kMaxBpfEvents> scaled_sum{};  // their scaled deltas
+  // Per-call metrics, over the counted calls (fixed point, kMetricFracBits fraction bits):
+  std::array<std::uint64_t, kMaxCallMetrics> metric_calls{};       // with a value
+  std::array<std::uint64_t, kMaxCallMetrics> metric_unmeasured{};  // an operand did not measure
+  std::array<std::uint64_t, kMaxCallMetrics> metric_zero{};        // the divisor was 0
+  std::array<std::uint64_t, kMaxCallMetrics> metric_sum{};         // low 64 bits of the sum
+  std::array<std::uint64_t, kMaxCallMetrics> metric_sum_hi{};      // high 64 bits
+  std::array<std::uint64_t, kMaxCallMetrics> metric_min_inv{};
+  std::array<std::uint64_t, kMaxCallMetrics> metric_max{};
+  std::array<std::uint64_t, kMaxCallMetrics> metric_num_sum{};  // operands over the calls
+  std::array<std::uint64_t, kMaxCallMetrics> metric_den_sum{};  // with a value
 };
 
 // Everything known about the calls of one function (or one function and one --by key):
@@ -44,9 +55,16 @@ struct FuncStats {
   Histogram wall;
   Histogram oncpu;
   std::vector<Histogram> hist;  // per BPF event, over the calls it measured
+  // Per-call metrics: their operands and the histograms of their fixed-point values.
+  std::vector<CallMetricOperands> metrics;
+  std::vector<Histogram> metric_hist;
 
-  explicit FuncStats(std::size_t n_events = 0) : hist(n_events) {}
+  explicit FuncStats(std::size_t n_events = 0, std::vector<CallMetricOperands> call_metrics = {})
+      : hist(n_events), metrics(std::move(call_metrics)), metric_hist(metrics.size()) {}
   std::size_t n_events() const { return hist.size(); }
+  std::size_t n_metrics() const { return metrics.size(); }
+  // Metric m's sum of fixed-point values, as a double (the 128-bit sum).
+  double metric_sum(std::size_t m) const;
   void add(const CallRecord& r);
   void add_kernel(const KernelAggregate& k);
   void merge(const FuncStats& o);
@@ -82,8 +100,9 @@ struct FuncKey {
 // at most max_keys keys, as the kernel does: the calls of later keys go to its `other` key.
 class StreamAggregator {
  public:
-  StreamAggregator(std::size_t n_events, Breakdown by, std::size_t max_keys = 0)
-      : n_events_(n_events), by_(by), max_keys_(max_keys) {}
+  StreamAggregator(std::size_t n_events, Breakdown by, std::size_t max_keys = 0,
+                   std::vector<CallMetricOperands> metrics = {})
+      : n_events_(n_events), by_(by), max_keys_(max_keys), metrics_(std::move(metrics)) {}
   void add(const CallRecord& r);
   const std::map<FuncKey, FuncStats>& stats() const { return stats_; }
   std::uint64_t records() const { return records_; }
@@ -98,6 +117,7 @@ class StreamAggregator {
   Breakdown by_;
   std::size_t max_keys_;
   std::map<std::uint32_t, std::size_t> keys_;  // per function: keys it has
+  std::vector<CallMetricOperands> metrics_;
   std::map<FuncKey, FuncStats> stats_;
   std::uint64_t records_ = 0;
 };
