@@ -61,15 +61,18 @@ def schema_errors(doc):
 
 
 def keys_not_snake(doc, where="", inside_events=False):
-    """Keys that are not snake_case, except the event names that key `events` objects."""
+    """Keys that are not snake_case, except the event and metric names that key `events` and
+    `metrics` objects."""
     bad = []
     if isinstance(doc, dict):
         for k, v in doc.items():
             if not inside_events and not SNAKE.match(k):
                 bad.append(f"{where}/{k}")
-            # Event names key a function's `events` and a probe bias's `events`.
-            keyed_by_event = k == "events" and isinstance(v, dict) and (
-                "function" in doc or "calibrated" in doc)
+            # Event names key a function's `events`, a probe bias's `events` and a function
+            # metric's `events` (its formula's inputs); metric names key a function's `metrics`.
+            keyed_by_event = isinstance(v, dict) and (
+                (k == "events" and ("function" in doc or "calibrated" in doc or "formula" in doc))
+                or (k == "metrics" and "function" in doc))
             bad += keys_not_snake(v, f"{where}/{k}", inside_events=keyed_by_event)
     elif isinstance(doc, list):
         for i, v in enumerate(doc):
@@ -335,6 +338,34 @@ class FunctionMode(SchemaCase):
         summaries = [d for d in docs if d["type"] == "summary"]
         self.assertEqual([d["aggregation"] for d in summaries], ["stream"])
         self.assertEqual(summaries[0]["kernel_view"]["aggregation"], "kernel")
+
+    def test_metrics(self):
+        # -M in function mode: a metric that has values per call (CPUs utilized: task-clock over
+        # the call's wall time) and IPC, which needs cycles (not supported on a machine without
+        # a PMU: then "not-computed" with the reason, never 0).
+        _, docs = self.run_json(["stat", "-M", "CPUs_utilized,IPC", "-e", "task-clock",
+                                 "--aggregate", "both", "--func", "syscall:getppid"],
+                                command=[self.wl, "getppid", "100"])
+        for view in (docs[0], docs[0]["kernel_view"]):
+            row = t.func_row(view, "syscall:getppid")
+            m = row["metrics"]
+            self.assertEqual(list(m), ["CPUs_utilized", "IPC"])
+            cpus = m["CPUs_utilized"]
+            self.assertEqual((cpus["status"], cpus["requested"]), ("ok", True))
+            self.assertEqual(cpus["events"], {"task-clock": "task-clock",
+                                              "duration_time": "wall time"})
+            pc = cpus["per_call"]
+            self.assertEqual(pc["calls"] + pc["unmeasured"] + pc["zero_divisor"],
+                             row["calls"] - row["not_counted"])
+            ipc = m["IPC"]
+            if ipc["status"] == "not-computed":
+                self.assertIsNone(ipc["of_totals"])
+                self.assertIn("<not supported>", ipc["reason"])
+            # A regression the schema must catch: a metric without a value written as 0.
+            doc = copy.deepcopy(docs[0])
+            t.func_row(doc, "syscall:getppid")["metrics"]["IPC"].update(
+                status="not-computed", reason="x", of_totals=0)
+            self.assertTrue(schema_errors(doc), "schema accepts of_totals 0 when not computed")
 
     def test_by_each_key(self):
         for key in ("pid", "comm", "cpu", "cgroup"):
