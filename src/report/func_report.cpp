@@ -45,10 +45,11 @@ const FuncEventRow* find_event(const FuncRow& row, EventKind kind) {
 }
 
 // The formula over the totals of the row's events (and its wall time for duration_time).
-void metric_of_totals(FuncMetricRow& m, const FuncMetricInfo& info, const FuncRow& row) {
+// Returns false when an event of the metric was not counted (`reason` says which).
+bool metric_of_totals(FuncMetricRow& m, const FuncMetricInfo& info, const FuncRow& row) {
   if (row.calls == 0) {
     m.reason = "no calls";
-    return;
+    return true;  // nothing is missing: per call, 0 calls
   }
   std::map<std::string, double> values{{"duration_time", row.wall.total}};
   std::vector<std::string> not_supported, not_counted;
@@ -70,14 +71,17 @@ void metric_of_totals(FuncMetricRow& m, const FuncMetricInfo& info, const FuncRo
     if (!not_counted.empty()) parts.push_back(join(not_counted, ", ") + " <not counted>");
     m.reason = join(parts, "; ");
     m.estimated = false;
-    return;
+    return false;
   }
   m.of_totals = evaluate_metric(info.metric, values, &m.reason);
   if (!m.of_totals) m.estimated = false;
+  return true;
 }
 
 // The distribution of the per-call values kept in `slot`.
-void metric_per_call(FuncMetricRow& m, const FuncMetricInfo& info, const FuncStats& st) {
+// With `totals`, the ratio of totals becomes the one over the calls with a value.
+void metric_per_call(FuncMetricRow& m, const FuncMetricInfo& info, const FuncStats& st,
+                     bool totals) {
   if (!info.slot || *info.slot >= st.n_metrics()) {
     m.per_call_reason = info.no_slot_reason;
     return;
@@ -96,7 +100,7 @@ void metric_per_call(FuncMetricRow& m, const FuncMetricInfo& info, const FuncSta
   m.histogram = st.metric_hist[k];
   if (m.calls == 0) return;
   // The ratio of totals over the same calls: sum of numerators over sum of denominators.
-  if (s.metric_den_sum[k] > 0) {
+  if (totals && s.metric_den_sum[k] > 0) {
     m.of_totals = (ratio ? ratio->scale : 1) * static_cast<double>(s.metric_num_sum[k]) /
                   static_cast<double>(s.metric_den_sum[k]);
     m.estimated = false;
@@ -151,8 +155,8 @@ std::optional<FuncMetricRow> make_metric_row(const FuncMetricInfo& info, const F
     if (!info.requested && e.per_call.status == CounterStatus::not_supported) return std::nullopt;
     m.events.emplace_back(input, e.event);
   }
-  metric_of_totals(m, info, row);
-  metric_per_call(m, info, st);
+  const bool counted = metric_of_totals(m, info, row);
+  metric_per_call(m, info, st, counted);
   return m;
 }
 

@@ -445,8 +445,11 @@ struct FunctionSession::State {
         r.functions.push_back(make_func_row(p.label, backend, "",
                                             FuncStats(object.events().size(), metrics.per_call), 0,
                                             infos, metrics.infos));
-      for (std::size_t i = first; i < r.functions.size(); ++i)
+      for (std::size_t i = first; i < r.functions.size(); ++i) {
         r.functions[i].kind = to_string(p.shape);
+        // A single probe's hit is a call of zero length: no metric of it means anything.
+        if (p.shape == MeasureShape::probe) r.functions[i].metrics.clear();
+      }
       // What happened to the function's calls outside the sums: on its first row.
       FuncRow& row = r.functions[first];
       // A function's lost records cannot be attributed to a --by key: the report's lost.
