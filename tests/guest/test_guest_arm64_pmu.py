@@ -51,7 +51,10 @@ Function mode on the PMU (issue 9, defects 2 and 3): the
 per-call instructions:u of a uprobe on exact_fn (202 instructions a call): exactly 202 in every
 call once the calibrated probe bias is taken off (stream and kernel agree; --no-compensate reads
 202 + the stated bias); with 8 events multiplexed on 6 counters, every event measures some calls,
-its per-call mean within 0.5 % and its p50 exact. kprobe and fentry: cycles == instructions per
+its per-call mean within 0.5 % and its p50 exact. Metrics per call (issue 11): IPC of exact_fn
+exactly 1.00 in every call (mean, p50, p90, p99, min, max, ratio of totals; stream and kernel;
+-M CPI too; text and CSV), and with instructions:u multiplexed, IPC over exactly the calls it
+measured, still 1.00, the rest counted as unmeasured. kprobe and fentry: cycles == instructions per
 call (every event's window the same), both backends' bias calibrated.
 Times measured inside the emulator are not performance figures.
 """
@@ -159,6 +162,16 @@ def make_plan(pmcprof, workload, tcp_pair):
            extra=["--func", f"{workload}:exact_fn", "--no-compensate"])
     p.stat("exact_fn_mux", ",".join(MUX_EVENTS[:8]),
            [workload, "exact_calls", str(N_CALLS)], extra=["--func", f"{workload}:exact_fn"])
+    # Metrics per call (issue 11): IPC derived from instructions:u and cycles:u, CPI with -M; in
+    # text and CSV; and with 7 instruction events beside cycles:u (the cycle counter is its own),
+    # so instructions:u is multiplexed and IPC covers only the calls it measured.
+    exact = [workload, "exact_calls", str(N_CALLS)]
+    exact_fn = ["--func", f"{workload}:exact_fn"]
+    p.stat("metric_fn_text", "instructions:u,cycles:u", exact, "text", extra=["-M", "CPI", *exact_fn])
+    p.stat("metric_fn_csv", "instructions:u,cycles:u", exact, "csv", extra=exact_fn)
+    mux_ipc = ",".join(["instructions:u", "cycles:u", *MUX_EVENTS[1:7]])
+    p.stat("metric_fn_mux", mux_ipc, exact, extra=[*exact_fn, "--aggregate", "both"])
+    p.stat("metric_fn_mux_text", mux_ipc, exact, "text", extra=exact_fn)
     for backend in ("kprobe", "fentry"):
         p.stat(f"tcp_{backend}", "cycles,instructions", [tcp_pair, "send", str(N_SEND)],
                extra=["--func", "tcp_sendmsg", "--backend", backend])
@@ -517,6 +530,79 @@ def check_exact_fn(C, R):
                 str(ev.get("p50")))
 
 
+def check_call_metrics(C, R):
+    """Metrics per call (issue 11) on exact_fn, where every call runs 202 user instructions in
+    202 cycles: IPC is exactly 1.00 in every call (mean, p50, p90, p99, min, max and the ratio of
+    totals), in the stream and the kernel aggregation alike; -M CPI likewise; text and CSV show
+    it; multiplexed, IPC covers exactly the calls instructions:u measured and each is still 1."""
+    log(f"\n== metrics per call on exact_fn ({N_CALLS} calls, cycles == instructions)")
+    figures = ("mean", "p50", "p90", "p99", "min", "max")
+    rep = R.json("exact_fn") or {}
+    row = one_function(R, "exact_fn")
+    krow = ((rep.get("kernel_view") or {}).get("functions") or [None])[0]
+    for view, r in (("stream", row), ("kernel", krow)):
+        ipc = ((r or {}).get("metrics") or {}).get("IPC") or {}
+        pc = ipc.get("per_call") or {}
+        log(f"  exact_fn IPC ({view}): of totals {ipc.get('of_totals')}, per call {pc}")
+        C.check(ipc.get("status") == "ok" and ipc.get("requested") is False and
+                ipc.get("events") == {"instructions": "instructions:u", "cycles": "cycles:u"},
+                f"exact_fn ({view}): IPC derived from instructions:u and cycles:u", str(ipc))
+        C.check(ipc.get("of_totals") == 1.0, f"exact_fn ({view}): IPC of totals exactly 1.00",
+                str(ipc.get("of_totals")))
+        C.check((pc.get("calls"), pc.get("unmeasured"), pc.get("zero_divisor")) == (N_CALLS, 0, 0),
+                f"exact_fn ({view}): IPC has a value in all {N_CALLS} calls", str(pc))
+        C.check(all(pc.get(k) == 1.0 for k in figures),
+                f"exact_fn ({view}): per-call IPC exactly 1.00 (mean, p50, p90, p99, min, max)",
+                str(pc))
+    if row and krow:
+        C.check(row.get("metrics") == krow.get("metrics"),
+                "exact_fn: the kernel's per-call metrics equal the stream's", str(krow.get("metrics")))
+
+    text = R.text("metric_fn_text.txt")
+    log("  -M CPI, text:\n" + "\n".join("    " + l for l in text.splitlines() if l.strip()))
+    lines = {l.split()[0]: l for l in text.splitlines() if l.strip().startswith(("IPC ", "CPI "))}
+    for name, unit in (("IPC", "insn per cycle"), ("CPI", "cycles per insn")):
+        line = lines.get(name, "")
+        cells = line.split()
+        C.check(R.rc("metric_fn_text") == 0 and cells[1:8] == ["1.00"] * 7 and
+                f"{unit} ({N_CALLS:,} of {N_CALLS:,} calls)" in line,
+                f"text: {name} 1.00 of totals and in every per-call column, over all calls", line)
+    csv = R.text("metric_fn_csv.csv")
+    want = f",metric:IPC,insn per cycle,1,1,1,1,1,1,1,{N_CALLS},0,kernel,0"
+    got = [l for l in csv.splitlines() if ",metric:IPC," in l]
+    C.check(R.rc("metric_fn_csv") == 0 and len(got) == 1 and got[0].endswith(want),
+            "CSV: the metric:IPC row is exactly 1 in every column", str(got))
+
+    log("\n== metrics per call with instructions:u multiplexed (7 instruction events + cycles:u)")
+    rep = R.json("metric_fn_mux") or {}
+    row = one_function(R, "metric_fn_mux")
+    if not C.check(R.rc("metric_fn_mux") == 0 and row is not None, "metric_fn_mux: one row",
+                   R.describe("metric_fn_mux")):
+        return
+    ins = row["events"].get("instructions:u", {})
+    counted = row["calls"] - row["not_counted"]
+    krow = ((rep.get("kernel_view") or {}).get("functions") or [None])[0] or {}
+    for view, r in (("stream", row), ("kernel", krow)):
+        ipc = (r.get("metrics") or {}).get("IPC") or {}
+        pc = ipc.get("per_call") or {}
+        log(f"  {view}: instructions:u measured {ins.get('measured_calls')} of {counted}; "
+            f"IPC of totals {ipc.get('of_totals')}, per call {pc}")
+        C.check(ins.get("estimated") is True and 0 < pc.get("calls", 0) < counted,
+                f"mux ({view}): instructions:u multiplexed, IPC over part of the calls", str(pc))
+        C.check(pc.get("calls") == ins.get("measured_calls") and
+                pc.get("unmeasured") == counted - pc.get("calls", 0) and pc.get("zero_divisor") == 0,
+                f"mux ({view}): IPC covers exactly the calls instructions:u measured; the rest are "
+                "unmeasured", f"{pc} vs measured {ins.get('measured_calls')} of {counted}")
+        C.check(ipc.get("of_totals") == 1.0 and ipc.get("estimated") is False and
+                all(pc.get(k) == 1.0 for k in figures),
+                f"mux ({view}): IPC still exactly 1.00 in each covered call and over them", str(ipc))
+    text = R.text("metric_fn_mux_text.txt")
+    log("  text:\n" + "\n".join("    " + l for l in text.splitlines() if l.strip()))
+    line = next((l for l in text.splitlines() if l.strip().startswith("IPC ")), "")
+    C.check(R.rc("metric_fn_mux_text") == 0 and "not measured (multiplexed))" in line,
+            "text: the multiplexed IPC says how many calls it covers and why not the rest", line)
+
+
 def check_kernel_windows(C, R):
     """Defect 3: every event's window is the same, so under icount cycles == instructions per
     call for kprobe and fentry; and both backends calibrate their bias."""
@@ -567,6 +653,7 @@ def host_main(args):
     check_perf_compat(C, R, constant)
     check_functions(C, R)
     check_exact_fn(C, R)
+    check_call_metrics(C, R)
     check_kernel_windows(C, R)
     times = ", ".join(f"{name} {R.seconds(name):.1f}" for name, _ in plan.steps
                       if R.seconds(name) is not None)
