@@ -48,19 +48,22 @@ std::vector<ResolvedEvent> resolve_inputs(const MetricChoice& metric,
   return out;
 }
 
-// All inputs bound to run events of one privilege: the first such set, trying the privilege of
-// each run event that encodes the first input, in the run's order.
+// All inputs bound to run events of one privilege: the first such set, trying the privilege the
+// table writes the events with (none) first, then that of each run event that encodes the
+// first input, in the run's order.
 std::optional<std::map<std::string, std::size_t>> bind_existing(
     const MetricChoice& metric, const std::vector<ResolvedEvent>& inputs,
     const std::vector<RunEvent>& events) {
   if (inputs.empty()) return std::nullopt;
   const auto names = metric.events();
   const Kind first = kind_of(inputs.front().attr);
-  for (const auto& candidate : events) {
-    if (candidate.kind != first) continue;
+  std::vector<Privilege> tries{privilege_of(inputs.front().attr)};
+  for (const auto& candidate : events)
+    if (candidate.kind == first) tries.push_back(candidate.privilege);
+  for (const auto& privilege : tries) {
     std::map<std::string, std::size_t> bound;
     for (std::size_t k = 0; k < inputs.size(); ++k) {
-      auto at = find(events, kind_of(inputs[k].attr), candidate.privilege);
+      auto at = find(events, kind_of(inputs[k].attr), privilege);
       if (!at) break;
       bound[names[k]] = *at;
     }

@@ -584,6 +584,24 @@ TEST(BindMetrics, AutomaticFromTheRunsEventsAtOnePrivilege) {
   EXPECT_EQ(groups.size(), 2u);  // nothing added
 }
 
+TEST(BindMetrics, ThePrivilegeTheTableWritesIsPreferred) {
+  // Both task-clock:u and task-clock counted: CPUs utilized reads the plain one (the call's
+  // on-CPU time), wherever it is listed; alone, task-clock:u serves.
+  Binder b;
+  std::vector<ResolvedGroup> groups;
+  auto m = b.bind("task-clock:u,task-clock", {}, groups);
+  ASSERT_TRUE(bound(m, "CPUs_utilized"));
+  EXPECT_EQ(bound(m, "CPUs_utilized")->inputs.at("task-clock"), 1u);
+  m = b.bind("task-clock:u", {}, groups);
+  ASSERT_TRUE(bound(m, "CPUs_utilized"));
+  EXPECT_EQ(bound(m, "CPUs_utilized")->inputs.at("task-clock"), 0u);
+  // And a :u pair listed after a plain one is still bound as a pair.
+  m = b.bind("cycles,instructions:u,cycles:u", {}, groups);
+  ASSERT_TRUE(bound(m, "IPC"));
+  EXPECT_EQ(bound(m, "IPC")->inputs.at("instructions"), 1u);
+  EXPECT_EQ(bound(m, "IPC")->inputs.at("cycles"), 2u);
+}
+
 TEST(BindMetrics, PerfDefaultSetDerivesItsShadowMetrics) {
   Binder b;
   std::vector<ResolvedGroup> groups;

@@ -29,7 +29,8 @@ bool derived_automatically(const MetricDef& def);
 // Binds the metrics of a function-mode run to its events.
 //  - An event of the run stands for a formula input when it encodes the same event (type and
 //    config: "instructions:u" for "instructions"), and all the inputs of one metric come from
-//    events with the same privilege modifiers (all :u, or none).
+//    events with the same privilege modifiers (all :u, or none); events without modifiers,
+//    as the table writes them, are preferred when the run has both.
 //  - A -M metric (`requested`) that does not find all its events adds the missing ones, written
 //    as the table writes them, as one group (`group_added`, unless --metric-no-group) after
 //    the run's events, so they run on the PMU together: measured in the same calls.
