@@ -2,10 +2,17 @@
 
 Every test script is run by ctest as
     /usr/bin/python3 tests/runtime/test_X.py --pmcprof PATH --workloads DIR
-and exits 0 (pass), 1 (fail) or 77 (skipped, with a printed reason). A script calls
-`testlib.main(requires_root=True)`; its unittest.TestCase classes use the helpers below.
+and exits 0 (pass), 1 (fail) or 77 (skipped, with a printed reason). A script declares what it
+needs, as bpftrace's runtime tests do with REQUIRES, and calls
+    sys.exit(t.main(requires=("root", "uprobes"), doc=__doc__))
+A test case (or a whole TestCase class) that needs more than its script says so with the
+decorator @t.requires("cpus:2"), or t.require("cgroup2") inside it: unmet, it is skipped with
+the reason printed. REQUIREMENTS below lists every name and how it is checked; its unittest
+cases use the helpers further down.
 """
 import argparse
+import functools
+import importlib
 import json
 import os
 import re
@@ -496,6 +503,255 @@ def assert_within(tc, actual, expected, rel, what, abs_tol=0.0):
                        f"{what}: {actual} vs {expected} (allowed +-{bound:.4g})")
 
 
+def assert_inside_cpu_time(tc, total, truth, what, rel=0.03):
+    """TOTAL: pmcprof's task-clock sum over the calls a func_workload run timed itself (TRUTH, its
+    JSON line). This VM's CPUs are shared: while the hypervisor runs something else the thread
+    stays current and task-clock (the kernel's perf clock, what pmcprof reads) keeps running,
+    while CLOCK_THREAD_CPUTIME_ID does not (steal time is taken out of it). That gap is noise
+    pmcprof cannot and must not remove, so it is measured in the same calls of the same run: the
+    workload reads a task-clock counter of its own around each call (inside_task_clock_ns).
+    - TOTAL within REL of inside_task_clock_ns: the same clock over the same spans (pmcprof's
+      spans are longer by the probes' own cost);
+    - TOTAL within REL of inside_cpu_ns plus the steal the program measured (its two clocks'
+      difference), so a run with no steal is held to REL of the CPU time itself."""
+    cpu, clock = truth["inside_cpu_ns"], truth.get("inside_task_clock_ns")
+    if clock is None:
+        log(f"{what}: the workload could not open a task-clock counter on itself; "
+            f"task-clock/inside_cpu = {total / cpu:.4f}")
+        assert_within(tc, total, cpu, rel, f"{what}: task-clock vs the program's CPU time")
+        return
+    steal = abs(clock - cpu)
+    log(f"{what}: task-clock/inside_cpu = {total / cpu:.4f}, task-clock/program's task-clock = "
+        f"{total / clock:.4f}; steal measured in the calls {steal / 1e6:.3f} ms "
+        f"({steal / cpu:.2%} of their CPU time)")
+    assert_within(tc, total, clock, rel, f"{what}: task-clock vs the program's own task-clock")
+    assert_within(tc, total, cpu, rel, f"{what}: task-clock vs the program's CPU time + steal",
+                  abs_tol=steal)
+
+
+# ---------------------------------------------------------------- requirements
+
+def _tracefs_dir():
+    """Where tracefs is mounted (from /proc/self/mountinfo), or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split(" ", 1)[0] == "tracefs":
+                return left.split()[4]
+    return None
+
+
+def _need_root():
+    return None if os.geteuid() == 0 else "not running as root"
+
+
+def _need_event_source(name, what):
+    def check():
+        path = f"/sys/bus/event_source/devices/{name}"
+        return None if os.path.isdir(path) else f"no {path} ({what})"
+    return check
+
+
+def _need_pmu():
+    devices = "/sys/bus/event_source/devices"
+    names = sorted(os.listdir(devices)) if os.path.isdir(devices) else []
+    cpu_pmus = [n for n in names if n in ("cpu", "cpu_core", "cpu_atom")
+                or n.startswith(("armv8_", "armv7_"))]
+    if cpu_pmus:
+        return None
+    return f"no hardware PMU: {devices} has only {', '.join(names) or 'nothing'}"
+
+
+def _need_fentry():
+    # No file says it: only loading an fentry program does. pmcprof doctor does exactly that
+    # (its verdict is itself checked against the kernel by test_doctor.py).
+    if os.geteuid() != 0:
+        return "not running as root (cannot load BPF to find out)"
+    proc = run([pmcprof(), "doctor", "-j"], timeout=60)
+    try:
+        caps = {c["name"]: c for c in json.loads(proc.stdout)["capabilities"]}
+    except (ValueError, KeyError, TypeError):
+        return f"pmcprof doctor -j gave no verdict: {proc.stderr.strip()[-200:]}"
+    c = caps.get("fentry", {})
+    return None if c.get("available") else f"fentry programs do not load: {c.get('detail')}"
+
+
+def _need_cgroup2():
+    mount = cgroup2_mount()
+    if mount is None:
+        return "no cgroup v2 hierarchy is mounted"
+    if os.geteuid() == 0 and not os.access(mount, os.W_OK):
+        return f"{mount} is not writable"
+    return None
+
+
+def _need_cgroup1():
+    return None if cgroup_v1_mounts() else "no cgroup v1 hierarchy is mounted (not a hybrid layout)"
+
+
+def _need_syscall_tracepoints():
+    tracefs = _tracefs_dir()
+    if tracefs is None:
+        # pmcprof mounts tracefs itself when it needs it; so may a test (root).
+        if os.geteuid() != 0:
+            return "tracefs is not mounted"
+        os.makedirs("/sys/kernel/tracing", exist_ok=True)
+        r = run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], timeout=30)
+        if r.returncode != 0:
+            return f"tracefs is not mounted and cannot be: {r.stderr.strip()}"
+        tracefs = "/sys/kernel/tracing"
+    path = os.path.join(tracefs, "events", "syscalls", "sys_enter_getppid")
+    return None if os.path.isdir(path) else f"no {path} (CONFIG_FTRACE_SYSCALLS unset)"
+
+
+def _need_cpus(n):
+    def check():
+        have = min(len(os.sched_getaffinity(0)), nproc_online())
+        return None if have >= n else f"{have} CPU(s) online and allowed, {n} needed"
+    return check
+
+
+def _need_program(name):
+    def check():
+        if name == "perf":  # Debian's /usr/bin/perf is a wrapper that fails without linux-perf-X.Y
+            return None if perf_binary() else "perf is not installed or does not run (linux-perf)"
+        if name == "bpftool":
+            return None if bpftool_binary() else "bpftool is not installed"
+        path = shutil.which(name) or next((d + name for d in ("/usr/sbin/", "/sbin/")
+                                           if os.access(d + name, os.X_OK)), None)
+        return None if path else f"{name} is not installed"
+    return check
+
+
+def _need_sysfs_event(spec):
+    def check():
+        pmu, _, event = spec.partition("/")
+        path = f"/sys/bus/event_source/devices/{pmu}/events/{event}"
+        return None if os.path.exists(path) else f"no {path}"
+    return check
+
+
+def _need_python_module(name):
+    def check():
+        try:
+            importlib.import_module(name)
+            return None
+        except ImportError as e:
+            return f"Python module {name} is missing ({e})"
+    return check
+
+
+def _need_qemu(arch):
+    def check():
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.insert(0, os.path.join(here, "..", "guest"))
+        guest = importlib.import_module("guest")
+        try:
+            guest.check_qemu(guest.arch_of(arch))
+            return None
+        except guest.GuestSkip as e:
+            return str(e)
+    return check
+
+
+# name -> check() returning None when met, else why not. Parametrised names: cpus:N,
+# program:NAME (on PATH or in /usr/sbin; perf and bpftool as the helpers above find them),
+# python:MODULE, event:PMU/EVENT (a sysfs PMU event, e.g. event:msr/tsc), qemu:ARCH (qemu-system-ARCH with TCG, tests/guest/guest.py), and !NAME (the
+# requirement must NOT be met: an error path that only a kernel without it can show).
+REQUIREMENTS = {
+    "root": _need_root,
+    "software-events": _need_event_source("software", "no software perf events"),
+    "uprobes": _need_event_source("uprobe", "no uprobe PMU: CONFIG_UPROBE_EVENTS unset"),
+    "kprobes": _need_event_source("kprobe", "no kprobe PMU: CONFIG_KPROBES unset"),
+    "fentry": _need_fentry,
+    "pmu": _need_pmu,
+    "cgroup2": _need_cgroup2,
+    "cgroup1": _need_cgroup1,
+    "syscall-tracepoints": _need_syscall_tracepoints,
+}
+
+
+def _checker(name):
+    if name in REQUIREMENTS:
+        return REQUIREMENTS[name]
+    kind, _, arg = name.partition(":")
+    if arg:
+        if kind == "cpus":
+            return _need_cpus(int(arg))
+        if kind == "program":
+            return _need_program(arg)
+        if kind == "python":
+            return _need_python_module(arg)
+        if kind == "event":
+            return _need_sysfs_event(arg)
+        if kind == "qemu":
+            return _need_qemu(arg)
+    raise ValueError(f"unknown test requirement {name!r} (see pmcprof_testlib.REQUIREMENTS)")
+
+
+_MISSING = {}
+
+
+def missing(name):
+    """Why requirement NAME is not met here (a string), or None when it is. Checked once."""
+    if name not in _MISSING:
+        if name.startswith("!"):
+            _MISSING[name] = None if missing(name[1:]) else f"this machine has {name[1:]}"
+        else:
+            _MISSING[name] = _checker(name)()
+    return _MISSING[name]
+
+
+def unmet(names):
+    """The first unmet requirement of NAMES as 'needs NAME: why', or None."""
+    for name in names:
+        why = missing(name)
+        if why is not None:
+            return f"needs {name}: {why}"
+    return None
+
+
+def require(*names):
+    """Inside a test case: skips it (raises Skip with the reason) unless NAMES are all met."""
+    why = unmet(names)
+    if why:
+        raise Skip(why)
+
+
+def requires(*names):
+    """Decorator for a test method or a TestCase class: skipped, with the reason, unless NAMES
+    are all met (checked when the test runs, not at import)."""
+    for name in names:
+        _checker(name[1:] if name.startswith("!") else name)  # a misspelt name fails at once
+
+    def decorate(obj):
+        if isinstance(obj, type):
+            setup = obj.setUpClass.__func__
+
+            @classmethod
+            @functools.wraps(setup)
+            def setUpClass(cls):
+                require(*names)
+                setup(cls)
+            obj.setUpClass = setUpClass
+            return obj
+
+        @functools.wraps(obj)
+        def wrapper(*args, **kw):
+            require(*names)
+            return obj(*args, **kw)
+        return wrapper
+    return decorate
+
+
+def exit_unless(*names):
+    """For a script with a main of its own (tests/guest): prints the reason and exits 77 unless
+    NAMES are all met."""
+    why = unmet(names)
+    if why:
+        skip(why)
+
+
 # ---------------------------------------------------------------- main
 
 def parse_args():
@@ -509,22 +765,28 @@ def parse_args():
     return rest
 
 
-def main(requires_root=True, requires_perf=False, doc=None):
-    """Parses --pmcprof/--workloads, skips (77) when the environment cannot run the tests,
-    runs the unittest cases of __main__ and maps the result: 0 ok, 1 failure, 77 if every test
-    was skipped."""
+def main(requires=None, doc=None, requires_root=None, requires_perf=False):
+    """Parses --pmcprof/--workloads, skips (77, the reason printed) unless every requirement in
+    REQUIRES is met (software-events always is one), runs the unittest cases of __main__ and
+    maps the result: 0 ok, 1 failure, 77 if every test was skipped. (requires_root and
+    requires_perf are older spellings of "root" and "program:perf".)"""
     rest = parse_args()
     if doc:
         print(doc.strip().split("\n\n")[0], flush=True)
-    if requires_root and os.geteuid() != 0:
-        skip("needs root (system-wide and other tasks' counters)")
+    names = list(requires or ())
+    if requires_root or (requires is None and requires_root is None):
+        names.insert(0, "root")
+    if requires_perf:
+        names.append("program:perf")
+    names.append("software-events")
+    names = list(dict.fromkeys(names))
+    print(f"requires: {', '.join(names)}", flush=True)
     if not os.access(ARGS.pmcprof, os.X_OK):
         print(f"pmcprof binary not found at {ARGS.pmcprof}")
         return 1
-    if requires_perf and perf_binary() is None:
-        skip("perf is not installed or does not run (apt-get install linux-perf)")
-    if not os.path.isdir("/sys/bus/event_source/devices/software"):
-        skip("this kernel has no software perf events")
+    why = unmet(names)
+    if why:
+        skip(why)
     result = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2).result
     if not result.wasSuccessful():
         return 1

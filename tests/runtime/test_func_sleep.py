@@ -5,8 +5,9 @@ counters, wall time keeps it in; without the hook the documented wrong answer sh
 `func_workload sleep 20 2000 5000`: burn_and_sleep burns 2000 us of thread CPU, then usleeps
 5000 us, inside one call, 20 times; the program prints the CPU time it measured inside.
 - With the hook (default): calls == 20, slept == 20 (every call was switched out), not_counted 0;
-  sum of task-clock within 3% of inside_cpu_ns (the sleep is excluded; up to 3 attempts, see
-  test_func_uprobe_burn.py on this VM's clocks); task-clock == on-CPU time within 0.5%;
+  sum of task-clock within 3% of the program's CPU time in the calls (the sleep is excluded; the
+  steal time measured in the same calls is allowed on top, see
+  pmcprof_testlib.assert_inside_cpu_time); task-clock == on-CPU time within 0.5%;
   wall >= 20 x 5000 us (the sleep is included) and wall >= on-CPU + 20 x 5000 us x 0.9.
 - --no-sched-hook: per-CPU counters then count whatever the CPU did while the caller slept (or,
   if it woke on the other CPU, the call cannot be measured). What is certain is asserted: calls
@@ -21,7 +22,6 @@ import unittest
 import pmcprof_testlib as t
 
 N, USEC, SLEEP_US = 20, 2000, 5000
-ATTEMPTS = 3
 
 
 class SleepTest(unittest.TestCase):
@@ -43,26 +43,19 @@ class SleepTest(unittest.TestCase):
         return row, truth
 
     def test_hook_excludes_sleep_from_counters_not_from_wall(self):
-        ratios = []
-        for attempt in range(ATTEMPTS):
-            row, truth = self.run_sleep()
-            tc = t.func_event(row)
-            self.assertEqual(row["slept"], N, "every call slept")
-            self.assertEqual(row["not_counted"], 0)
-            self.assertEqual(tc["status"], "ok")
-            t.assert_within(self, tc["total"], row["oncpu_ns"], 0.005, "task-clock vs on-CPU time")
-            self.assertGreaterEqual(row["wall_ns"], N * SLEEP_US * 1000,
-                                    "wall time must include the sleeps")
-            self.assertGreaterEqual(row["wall_ns"] - row["oncpu_ns"], 0.9 * N * SLEEP_US * 1000,
-                                    "the sleeps are off-CPU time")
-            self.assertGreaterEqual(row["wall"]["p50"], SLEEP_US * 1000 * 0.75)
-            ratio = tc["total"] / truth["inside_cpu_ns"]
-            ratios.append(round(ratio, 4))
-            t.log(f"task-clock/inside = {ratio:.4f}, "
-                  f"wall/on-CPU = {row['wall_ns'] / row['oncpu_ns']:.2f}")
-            if abs(ratio - 1) <= 0.03:
-                return
-        self.fail(f"task-clock not within 3% of inside_cpu_ns in {ATTEMPTS} attempts: {ratios}")
+        row, truth = self.run_sleep()
+        tc = t.func_event(row)
+        self.assertEqual(row["slept"], N, "every call slept")
+        self.assertEqual(row["not_counted"], 0)
+        self.assertEqual(tc["status"], "ok")
+        t.assert_within(self, tc["total"], row["oncpu_ns"], 0.005, "task-clock vs on-CPU time")
+        self.assertGreaterEqual(row["wall_ns"], N * SLEEP_US * 1000,
+                                "wall time must include the sleeps")
+        self.assertGreaterEqual(row["wall_ns"] - row["oncpu_ns"], 0.9 * N * SLEEP_US * 1000,
+                                "the sleeps are off-CPU time")
+        self.assertGreaterEqual(row["wall"]["p50"], SLEEP_US * 1000 * 0.75)
+        t.log(f"wall/on-CPU = {row['wall_ns'] / row['oncpu_ns']:.2f}")
+        t.assert_inside_cpu_time(self, tc["total"], truth, "[hook]")
 
     def test_no_sched_hook_shows_the_wrong_answer(self):
         row, truth = self.run_sleep(["--no-sched-hook"])
@@ -77,4 +70,4 @@ class SleepTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "uprobes"), doc=__doc__))

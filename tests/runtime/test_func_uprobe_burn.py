@@ -6,12 +6,13 @@
 (CLOCK_THREAD_CPUTIME_ID) per call and the program prints the sum it measured (inside_cpu_ns).
 For each aggregation:
 - calls == 50 exactly, not_counted == 0, lost == 0, backend "uprobe", exit 0;
-- sum of task-clock within 3% of inside_cpu_ns. This VM's CPUs are shared: now and then a few
-  ms pass while the thread is current but its CPU clock does not advance (the host runs something
-  else), and every clock-based probe sees it (bpftrace on the same probes and sched_switch
-  agrees with pmcprof). So the 3% check gets up to 3 attempts; every attempt is logged;
+- sum of task-clock within 3% of the program's own task-clock counter over the same calls, and
+  within 3% of inside_cpu_ns plus the steal time measured in those calls (this VM's CPUs are
+  shared: while the host runs something else the thread stays current, task-clock runs on and
+  CLOCK_THREAD_CPUTIME_ID does not; the workload measures the gap, see
+  pmcprof_testlib.assert_inside_cpu_time);
 - sum of task-clock == the sched hook's on-CPU time within 0.5% (two independent clocks for the
-  same segments: this one holds on every attempt);
+  same segments);
 - wall >= on-CPU, and wall - on-CPU (time switched out inside calls) is no more than the
   program's own wall time minus its CPU time inside the calls: "wall ~= on-CPU" up to the
   preemptions the loaded machine really imposed; with no call switched out they agree within 2%.
@@ -24,55 +25,47 @@ import unittest
 import pmcprof_testlib as t
 
 N, USEC = 50, 2000
-ATTEMPTS = 3
 
 
 class UprobeBurnTest(unittest.TestCase):
     def run_burn(self, aggregate):
         wl = t.workload("func_workload")
         func = f"{wl}:burn_cpu"
-        ratios = []
-        for attempt in range(1, ATTEMPTS + 1):
-            s = t.func_stat(["-e", "task-clock", "--aggregate", aggregate, "--func", func],
-                            command=[wl, "burn", str(N), str(USEC)])
-            self.assertEqual(s.returncode, 0, s.stderr)
-            self.assertTrue(s.workload, f"no workload line: {s.stdout!r}")
-            truth = s.workload[0]
-            self.assertEqual(s.json["aggregation"], aggregate)
-            self.assertEqual(s.json["mode"], "function")
-            self.assertFalse(s.json["partial"])
-            row = t.func_row(s.json, func)
-            tc = t.func_event(row)
-            tag = f"[{aggregate} #{attempt}]"
-            t.log(f"{tag} {t.describe_func_row(row)}")
-            t.log(f"{tag} program: inside_cpu={truth['inside_cpu_ns'] / 1e6:.3f} ms "
-                  f"wall={truth['wall_ns'] / 1e6:.3f} ms; task-clock/inside = "
-                  f"{tc['total'] / truth['inside_cpu_ns']:.4f}")
-            self.assertEqual(row["backend"], "uprobe")
-            self.assertEqual(row["calls"], N)
-            self.assertEqual(truth["calls"], N)
-            self.assertEqual(row["not_counted"], 0)
-            self.assertEqual(row["lost"], 0)
-            self.assertEqual(tc["status"], "ok")
-            self.assertEqual(tc["unit"], "ns")
-            # Same segments, two clocks: counter deltas and the hook's ktime on-CPU time.
-            t.assert_within(self, tc["total"], row["oncpu_ns"], 0.005, "task-clock vs on-CPU time")
-            self.assertGreaterEqual(row["wall_ns"], row["oncpu_ns"] * 0.999)
-            off_cpu_in_calls = row["wall_ns"] - row["oncpu_ns"]
-            off_cpu_program = truth["wall_ns"] - truth["inside_cpu_ns"]
-            self.assertLessEqual(off_cpu_in_calls, off_cpu_program + 1e6,
-                                 "calls were off-CPU longer than the whole program was")
-            if row["slept"] == 0:
-                t.assert_within(self, row["wall_ns"], row["oncpu_ns"], 0.02,
-                                "wall vs on-CPU with no call switched out")
-            # p50 of a 2 ms call: within the histogram's 25% bucket width.
-            t.assert_within(self, tc["p50"], USEC * 1000, 0.25, "task-clock p50 per call")
-            ratio = tc["total"] / truth["inside_cpu_ns"]
-            ratios.append(round(ratio, 4))
-            if abs(ratio - 1) <= 0.03:
-                return
-        self.fail(f"sum of task-clock not within 3% of inside_cpu_ns in {ATTEMPTS} attempts: "
-                  f"ratios {ratios}")
+        s = t.func_stat(["-e", "task-clock", "--aggregate", aggregate, "--func", func],
+                        command=[wl, "burn", str(N), str(USEC)])
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertTrue(s.workload, f"no workload line: {s.stdout!r}")
+        truth = s.workload[0]
+        self.assertEqual(s.json["aggregation"], aggregate)
+        self.assertEqual(s.json["mode"], "function")
+        self.assertFalse(s.json["partial"])
+        row = t.func_row(s.json, func)
+        tc = t.func_event(row)
+        tag = f"[{aggregate}]"
+        t.log(f"{tag} {t.describe_func_row(row)}")
+        t.log(f"{tag} program: inside_cpu={truth['inside_cpu_ns'] / 1e6:.3f} ms "
+              f"wall={truth['wall_ns'] / 1e6:.3f} ms; task-clock/inside = "
+              f"{tc['total'] / truth['inside_cpu_ns']:.4f}")
+        self.assertEqual(row["backend"], "uprobe")
+        self.assertEqual(row["calls"], N)
+        self.assertEqual(truth["calls"], N)
+        self.assertEqual(row["not_counted"], 0)
+        self.assertEqual(row["lost"], 0)
+        self.assertEqual(tc["status"], "ok")
+        self.assertEqual(tc["unit"], "ns")
+        # Same segments, two clocks: counter deltas and the hook's ktime on-CPU time.
+        t.assert_within(self, tc["total"], row["oncpu_ns"], 0.005, "task-clock vs on-CPU time")
+        self.assertGreaterEqual(row["wall_ns"], row["oncpu_ns"] * 0.999)
+        off_cpu_in_calls = row["wall_ns"] - row["oncpu_ns"]
+        off_cpu_program = truth["wall_ns"] - truth["inside_cpu_ns"]
+        self.assertLessEqual(off_cpu_in_calls, off_cpu_program + 1e6,
+                             "calls were off-CPU longer than the whole program was")
+        if row["slept"] == 0:
+            t.assert_within(self, row["wall_ns"], row["oncpu_ns"], 0.02,
+                            "wall vs on-CPU with no call switched out")
+        # p50 of a 2 ms call: within the histogram's 25% bucket width.
+        t.assert_within(self, tc["p50"], USEC * 1000, 0.25, "task-clock p50 per call")
+        t.assert_inside_cpu_time(self, tc["total"], truth, tag)
 
     def test_kernel_aggregation(self):
         self.run_burn("kernel")
@@ -82,4 +75,4 @@ class UprobeBurnTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "uprobes"), doc=__doc__))

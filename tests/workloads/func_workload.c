@@ -2,6 +2,12 @@
  * runtime tests can compare pmcprof --func against ground truth measured here with
  * CLOCK_THREAD_CPUTIME_ID. Prints one JSON line with what it did.
  *
+ * The probed functions also read a task-clock perf counter the program opens on itself: the clock
+ * pmcprof's task-clock is, which keeps running when the hypervisor takes the vCPU away (steal
+ * time), while CLOCK_THREAD_CPUTIME_ID does not (CONFIG_PARAVIRT_TIME_ACCOUNTING). The two sums,
+ * inside_cpu_ns and inside_task_clock_ns, measure that noise in the very calls a test checks
+ * (inside_task_clock_ns is null when perf_event_open is refused).
+ *
  *   func_workload burn N USEC          burn_cpu(USEC) N times
  *   func_workload sleep N USEC SLEEP   burn USEC, sleep SLEEP us, inside one call, N times
  *   func_workload migrate N USEC       burn, move to the other CPU, burn: N times
@@ -9,6 +15,7 @@
  *   func_workload tiny N               tiny_function() N times (overhead measurements)
  *   func_workload burst N              tiny_function() N times as fast as possible */
 #define _GNU_SOURCE
+#include <linux/perf_event.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +31,28 @@ static uint64_t thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A task-clock counter on this thread (-1: none). */
+static int task_clock_fd = -1;
+
+static void open_task_clock(void) {
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.size = sizeof(attr);
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.inherit = 0;
+  task_clock_fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static uint64_t task_clock_ns(void) {
+  uint64_t v = 0;
+  if (task_clock_fd >= 0 && read(task_clock_fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
+    close(task_clock_fd);
+    task_clock_fd = -1;
+  }
+  return v;
+}
+
 static volatile uint64_t sink;
 
 static void spin_ns(uint64_t ns) {
@@ -31,20 +60,37 @@ static void spin_ns(uint64_t ns) {
   while (thread_cpu_ns() - start < ns) sink++;
 }
 
-/* CPU time spent inside the probed functions, measured by the functions themselves. */
-static uint64_t inside_cpu_ns;
+/* CPU time spent inside the probed functions, measured by the functions themselves: thread CPU
+ * time, and the same span on the task-clock counter. */
+static uint64_t inside_cpu_ns, inside_task_clock_ns;
+
+struct inside {
+  uint64_t task_clock, cpu;
+};
+
+static struct inside inside_begin(void) {
+  struct inside b;
+  b.task_clock = task_clock_ns();
+  b.cpu = thread_cpu_ns();
+  return b;
+}
+
+static void inside_end(struct inside b) {
+  inside_cpu_ns += thread_cpu_ns() - b.cpu;
+  inside_task_clock_ns += task_clock_ns() - b.task_clock;
+}
 
 __attribute__((noinline)) void burn_cpu(uint64_t usec) {
-  uint64_t t0 = thread_cpu_ns();
+  struct inside b = inside_begin();
   spin_ns(usec * 1000);
-  inside_cpu_ns += thread_cpu_ns() - t0;
+  inside_end(b);
 }
 
 __attribute__((noinline)) void burn_and_sleep(uint64_t usec, uint64_t sleep_us) {
-  uint64_t t0 = thread_cpu_ns();
+  struct inside b = inside_begin();
   spin_ns(usec * 1000);
   usleep((useconds_t)sleep_us);
-  inside_cpu_ns += thread_cpu_ns() - t0;
+  inside_end(b);
 }
 
 /* The CPUs this process may use at start; burn_and_migrate pins itself to another one. */
@@ -57,7 +103,7 @@ static int other_cpu(int cpu) {
 }
 
 __attribute__((noinline)) int burn_and_migrate(uint64_t usec) {
-  uint64_t t0 = thread_cpu_ns();
+  struct inside b = inside_begin();
   int from = sched_getcpu();
   spin_ns(usec * 500);
   cpu_set_t set;
@@ -66,7 +112,7 @@ __attribute__((noinline)) int burn_and_migrate(uint64_t usec) {
   sched_setaffinity(0, sizeof(set), &set);
   int to = sched_getcpu();
   spin_ns(usec * 500);
-  inside_cpu_ns += thread_cpu_ns() - t0;
+  inside_end(b);
   return from != to;
 }
 
@@ -82,6 +128,8 @@ int main(int argc, char** argv) {
   }
   sched_getaffinity(0, sizeof(allowed_at_start), &allowed_at_start);
   const char* mode = argv[1];
+  const int burns = !strcmp(mode, "burn") || !strcmp(mode, "sleep") || !strcmp(mode, "migrate");
+  if (burns) open_task_clock(); /* only there: other modes make no extra system calls */
   long n = atol(argv[2]);
   uint64_t usec = argc > 3 ? strtoull(argv[3], NULL, 10) : 1000;
   uint64_t sleep_us = argc > 4 ? strtoull(argv[4], NULL, 10) : 10000;
@@ -104,8 +152,12 @@ int main(int argc, char** argv) {
   uint64_t wall = (uint64_t)(w1.tv_sec - w0.tv_sec) * 1000000000ull + (uint64_t)(w1.tv_nsec - w0.tv_nsec);
   /* start_ns: CLOCK_MONOTONIC right before the first call (bench_func_startup.py) */
   uint64_t start = (uint64_t)w0.tv_sec * 1000000000ull + (uint64_t)w0.tv_nsec;
-  printf("{\"mode\":\"%s\",\"calls\":%ld,\"inside_cpu_ns\":%llu,\"migrated\":%ld,\"wall_ns\":%llu,\"pid\":%d,\"acc\":%d,\"start_ns\":%llu}\n",
-         mode, n, (unsigned long long)inside_cpu_ns, migrated, (unsigned long long)wall, getpid(), acc,
-         (unsigned long long)start);
+  char task_clock[32] = "null";
+  if (burns && task_clock_fd >= 0)
+    snprintf(task_clock, sizeof(task_clock), "%llu", (unsigned long long)inside_task_clock_ns);
+  printf("{\"mode\":\"%s\",\"calls\":%ld,\"inside_cpu_ns\":%llu,\"inside_task_clock_ns\":%s,"
+         "\"migrated\":%ld,\"wall_ns\":%llu,\"pid\":%d,\"acc\":%d,\"start_ns\":%llu}\n",
+         mode, n, (unsigned long long)inside_cpu_ns, task_clock, migrated, (unsigned long long)wall,
+         getpid(), acc, (unsigned long long)start);
   return 0;
 }
