@@ -69,7 +69,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402
+import pmcprof_testlib as t  # noqa: E402  (the requirements every test declares)
 
 EXIT_SKIP = 77
 RUNS = 3                          # runs per N for the exactness checks
@@ -719,6 +721,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=500,
                     help="seconds the guest may run (two attempts if the emulator stalls)")
     args = ap.parse_args()
+    # qemu's emulated PMUv3 (TCG); the cross compiler builds what runs in the guest.
+    t.exit_unless("qemu:aarch64", "program:aarch64-linux-gnu-g++")
     return guest.host_test(lambda: host_main(args))
 
 

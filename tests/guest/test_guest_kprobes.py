@@ -52,7 +52,9 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402  (also in the guest: it runs this file from the host's tree)
+import pmcprof_testlib as t  # noqa: E402  (the requirements every test declares)
 EXIT_SKIP = 77
 N_SEND = 200
 RECV_MSGS, RECV_DELAY_MS = 4, 300
@@ -710,6 +712,7 @@ def main():
         return guest_main(args)
     if not args.cache:
         ap.error("--cache DIR is required")
+    t.exit_unless("qemu:x86_64")  # with TCG; the guest's kernel brings kprobes and fentry
     return guest.host_test(lambda: host_main(args))
 
 

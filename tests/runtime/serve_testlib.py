@@ -142,9 +142,8 @@ class Prometheus:
     directory; stop() always. Skips when prometheus is not installed."""
 
     def __init__(self, config, files=None):
+        t.require("program:prometheus")  # Debian's prometheus (apt-get install prometheus)
         self.binary = shutil.which("prometheus")
-        if not self.binary:
-            raise t.Skip("Debian's prometheus is not installed (apt-get install prometheus)")
         self.tmp = tempfile.mkdtemp(prefix="pmcprof-prom-")
         for name, text in (files or {}).items():
             with open(os.path.join(self.tmp, name), "w") as f:
@@ -212,9 +211,8 @@ def make_certs(directory):
     """A CA, a server certificate for 127.0.0.1/localhost signed by it, a client certificate
     signed by it and a self-signed 'rogue' client certificate (EC P-256, openssl). Returns
     {name: path}. Skips when openssl is missing."""
+    t.require("program:openssl")
     openssl = shutil.which("openssl")
-    if not openssl:
-        raise t.Skip("openssl is not installed (apt-get install openssl)")
     p = {n: os.path.join(directory, n) for n in
          ("ca.crt", "ca.key", "server.crt", "server.key", "client.crt", "client.key",
           "rogue.crt", "rogue.key")}
@@ -244,10 +242,8 @@ def bcrypt_hash(password, prefix="$2b$", cost=10):
     """A bcrypt hash made by libcrypt (Python's crypt module, Debian 12's Python 3.11)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            import crypt
-        except ImportError:
-            raise t.Skip("Python's crypt module is missing: cannot make bcrypt hashes")
+        t.require("python:crypt")  # bcrypt hashes from libcrypt
+        import crypt
     h = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << cost))
     if not h or not h.startswith("$2b$"):
         raise t.Skip(f"libcrypt made no bcrypt hash here ({h!r})")
@@ -257,9 +253,8 @@ def bcrypt_hash(password, prefix="$2b$", cost=10):
 def curl(args, timeout=15):
     """curl -s -S ... -w '%{http_code}': (curl's exit code, the HTTP status or None when there
     was no answer, the body, curl's stderr)."""
+    t.require("program:curl")
     exe = shutil.which("curl")
-    if not exe:
-        raise t.Skip("curl is not installed (apt-get install curl)")
     r = subprocess.run([exe, "-s", "-S", "-w", "%{http_code}", *args], capture_output=True,
                        timeout=timeout)
     out = r.stdout.decode(errors="replace")

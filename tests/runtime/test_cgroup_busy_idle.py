@@ -98,4 +98,4 @@ class BusyIdleTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "cgroup2"), doc=__doc__))

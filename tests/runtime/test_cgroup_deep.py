@@ -94,4 +94,4 @@ class DeepTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "cgroup2"), doc=__doc__))

@@ -29,9 +29,7 @@ import pmcprof_testlib as t
 class CgroupErrorsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.mount = t.cgroup2_mount()
-        if cls.mount is None:
-            t.skip("no cgroup v2 hierarchy is mounted")
+        cls.mount = t.cgroup2_mount()  # main() requires cgroup2
 
     def test_missing_cgroup(self):
         name = f"pmcprof-test-missing-{os.getpid()}/nope"
@@ -43,10 +41,9 @@ class CgroupErrorsTest(unittest.TestCase):
                     r"nope", "not exist|no such|missing|not found", self.mount))
                 t.log(f"-G {given} {' '.join(extra[:3])}: {line}")
 
+    @t.requires("cgroup1")  # a hybrid layout
     def test_v1_path(self):
         v1 = t.cgroup_v1_mounts()
-        if not v1:
-            raise t.Skip("no cgroup v1 hierarchy is mounted (not a hybrid layout)")
         root = v1.get("cpu") or sorted(v1.values())[0]
         made = os.path.join(root, f"pmcprof-test-v1-{os.getpid()}")
         os.mkdir(made)
@@ -149,4 +146,4 @@ def re_escape(text):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "cgroup2"), doc=__doc__))

@@ -141,4 +141,4 @@ class FuncCgroupTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "cgroup2", "uprobes"), doc=__doc__))

@@ -8,11 +8,12 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 import unittest
+
+import pmcprof_testlib as t
 
 EVENT_SOURCES = "/sys/bus/event_source/devices"
 REQUIRED_NAMES = [
@@ -182,11 +183,9 @@ class DoctorTest(unittest.TestCase):
         for name, c in self.caps.items():
             self.assertEqual(rows.get(name), "yes" if c["available"] else "no", name)
 
+    @t.requires("program:bpftool")  # to list loaded programs
     def test_nothing_stays_loaded(self):
-        bpftool = shutil.which("bpftool") or ("/usr/sbin/bpftool"
-                                              if os.path.exists("/usr/sbin/bpftool") else None)
-        if bpftool is None:
-            self.skipTest("no bpftool to list loaded programs")
+        bpftool = t.bpftool_binary()
         # The kernel frees closed programs asynchronously: allow it a moment.
         deadline = time.monotonic() + 5
         while True:
@@ -205,9 +204,7 @@ def main():
     parser.add_argument("--pmcprof", required=True)
     parser.add_argument("--workloads", required=False)
     ARGS, rest = parser.parse_known_args()
-    if os.geteuid() != 0:
-        print("skipped: pmcprof doctor's runtime test needs root (it compares privileged probes)")
-        return 77
+    t.exit_unless("root")  # it compares privileged probes
     result = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2).result
     return 0 if result.wasSuccessful() else 1
 

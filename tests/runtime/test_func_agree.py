@@ -73,4 +73,4 @@ class AgreeTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "uprobes", "syscall-tracepoints", "cgroup2"), doc=__doc__))

@@ -67,9 +67,8 @@ class ErrorTest(Base):
         self.wl = t.workload("func_workload")
         self.cmd = [self.wl, "burn", "1", "10"]
 
+    @t.requires("!kprobes", "!fentry")  # else the no-backend error cannot happen
     def test_kernel_function_without_kprobes_or_fentry(self):
-        if os.path.isdir("/sys/bus/event_source/devices/kprobe"):
-            self.skipTest("this kernel has kprobes: the no-backend error cannot happen")
         proc = self.error(["--func", "tcp_sendmsg"], self.cmd, exit_code=1,
                           mentions=[r"tcp_sendmsg", r"kprobe", r"fentry"])
         self.assertIn("syscall:", proc.stderr, "suggest a syscall target")
@@ -202,10 +201,8 @@ class NotAnErrorTest(Base):
         self.assert_nothing_left()
 
 
+@t.requires("program:bpftool")  # to check what a signalled pmcprof leaves loaded
 class SignalTest(Base):
-    def setUp(self):
-        if not self.have_bpftool:
-            self.skipTest("no bpftool to check what a signalled pmcprof leaves loaded")
 
     def start(self, out):
         wl = t.workload("func_workload")
@@ -269,4 +266,4 @@ class SignalTest(Base):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "uprobes", "syscall-tracepoints"), doc=__doc__))

@@ -17,9 +17,8 @@ def flags_of(subcommand):
 
 
 class ManPageTest(unittest.TestCase):
+    @t.requires("program:groff")
     def test_renders_without_warnings(self):
-        if not shutil.which("groff"):
-            raise t.Skip("groff is not installed")
         p = subprocess.run(["groff", "-ww", "-man", "-Tutf8", MAN], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr, "", "groff warnings")
@@ -38,4 +37,4 @@ class ManPageTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.main(requires_root=False, doc=__doc__))
+    raise SystemExit(t.main(requires=(), doc=__doc__))

@@ -275,4 +275,4 @@ class PerfStatTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, requires_perf=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "program:perf"), doc=__doc__))

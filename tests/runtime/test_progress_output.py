@@ -67,4 +67,4 @@ class ProgressTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.main(requires_root=True, doc=__doc__))
+    raise SystemExit(t.main(requires=("root", "uprobes"), doc=__doc__))

@@ -76,10 +76,9 @@ class DashboardTest(unittest.TestCase):
         names = [v["name"] for v in dash["templating"]["list"]]
         self.assertEqual(names, ["datasource", "job", "instance"])
 
+    @t.requires("program:promtool")  # apt-get install prometheus
     def test_promtool_checks_and_tests_the_rules(self):
         promtool = shutil.which("promtool")
-        if not promtool:
-            raise t.Skip("promtool is not installed (apt-get install prometheus)")
         p = t.run([promtool, "check", "rules", RULES])
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("SUCCESS: 3 rules found", p.stdout + p.stderr)
@@ -87,6 +86,7 @@ class DashboardTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         t.log("promtool check rules: 3 rules; promtool test rules: SUCCESS")
 
+    @t.requires("program:prometheus", "cgroup2", "syscall-tracepoints")
     def test_every_dashboard_query_against_a_real_prometheus(self):
         with open(DASHBOARD) as f:
             dash = json.load(f)
@@ -195,4 +195,4 @@ class DashboardTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.main(requires_root=True, doc=__doc__))
+    raise SystemExit(t.main(requires=("root",), doc=__doc__))

@@ -39,9 +39,8 @@ USER, GROUP = "nobody", "nogroup"
 
 
 def setpriv_prefix(caps):
+    t.require("program:setpriv")  # util-linux
     setpriv = shutil.which("setpriv")
-    if not setpriv:
-        raise t.Skip("setpriv (util-linux) is not installed")
     spec = ",".join(["-all"] + [f"+{c}" for c in caps])
     return [setpriv, f"--reuid={USER}", f"--regid={GROUP}", "--clear-groups",
             f"--inh-caps={spec}", f"--ambient-caps={spec}", f"--bounding-set={spec}", "--"]
@@ -165,4 +164,5 @@ class LeastPrivilegeTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.main(requires_root=True, doc=__doc__))
+    raise SystemExit(t.main(requires=("root", "uprobes", "syscall-tracepoints", "program:setpriv"),
+                            doc=__doc__))

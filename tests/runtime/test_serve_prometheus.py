@@ -72,10 +72,9 @@ class Serve:
 
 
 class ServeTest(unittest.TestCase):
+    @t.requires("program:prometheus")  # Debian's (apt-get install prometheus)
     def test_prometheus_scrapes_pmcprof(self):
         prom = shutil.which("prometheus")
-        if not prom:
-            raise t.Skip("Debian's prometheus is not installed (apt-get install prometheus)")
         serve = Serve(["-e", "task-clock,page-faults,cycles"])
         tmp = tempfile.mkdtemp(prefix="pmcprof-prom-")
         prom_port = free_port()
@@ -297,4 +296,4 @@ class ServeTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.main(requires_root=True, doc=__doc__))
+    raise SystemExit(t.main(requires=("root", "syscall-tracepoints"), doc=__doc__))

@@ -155,4 +155,4 @@ class StallTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.main(requires_root=True, doc=__doc__))
+    raise SystemExit(t.main(requires=("root", "syscall-tracepoints"), doc=__doc__))

@@ -220,4 +220,4 @@ class TlsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.main(requires_root=True, doc=__doc__))
+    raise SystemExit(t.main(requires=("root", "program:openssl", "program:curl"), doc=__doc__))

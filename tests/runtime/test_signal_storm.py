@@ -129,4 +129,4 @@ class SignalStorm(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "syscall-tracepoints", "cgroup2"), doc=__doc__))

@@ -109,8 +109,7 @@ class UnprivilegedTest(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def as_nobody(self, args):
-        if not self.setpriv:
-            self.skipTest("setpriv (util-linux) is not installed")
+        t.require("program:setpriv")  # util-linux
         argv = [self.setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                 "--inh-caps=-all", self.binary, "stat", *args]
         return t.run(argv, timeout=30, cwd=self.tmp)
@@ -204,4 +203,4 @@ class LiveTaskTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root",), doc=__doc__))

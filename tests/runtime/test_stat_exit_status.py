@@ -67,4 +67,4 @@ class ExitStatusTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root",), doc=__doc__))

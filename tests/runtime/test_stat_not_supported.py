@@ -91,4 +91,4 @@ class NotSupportedTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root",), doc=__doc__))

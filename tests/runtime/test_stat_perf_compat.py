@@ -41,9 +41,7 @@ import pmcprof_testlib as t
 
 def perf_csv_lines(args, command=()):
     """`perf stat ARGS -x, [-- COMMAND]`: (proc, [field lists]) without comments and blanks."""
-    perf = t.perf_binary()
-    if perf is None:
-        raise t.Skip("perf is not installed")
+    perf = t.perf_binary()  # main() requires program:perf
     with tempfile.TemporaryDirectory(prefix="perf-compat-") as tmp:
         out = os.path.join(tmp, "out")
         argv = [perf, "stat", *args, "-x,", "-o", out] + (["--", *command] if command else [])
@@ -157,9 +155,8 @@ class Targets(unittest.TestCase):
 
 
 class Events(unittest.TestCase):
+    @t.requires("event:msr/tsc")
     def test_msr_tsc(self):
-        if not os.path.exists("/sys/bus/event_source/devices/msr/events/tsc"):
-            raise t.Skip("no msr PMU with a tsc event")
         s = t.stat(["-a", "-e", "msr/tsc/"], ["sleep", "0.2"])
         self.assertEqual(s.returncode, 0, s.stderr)
         proc, rows, _ = t.perf_stat_csv(["-a", "-e", "msr/tsc/"], ["sleep", "0.2"])
@@ -191,12 +188,10 @@ class Events(unittest.TestCase):
 class ExitCodes(unittest.TestCase):
     def both(self, args):
         mine = t.run_pmcprof(["stat", *args], timeout=30)
-        theirs = t.run([t.perf_binary() or "perf", "stat", *args], timeout=30)
+        theirs = t.run([t.perf_binary(), "stat", *args], timeout=30)
         return mine, theirs
 
     def test_usage_and_group_errors_as_perf(self):
-        if t.perf_binary() is None:
-            raise t.Skip("perf is not installed")
         for args in (["--bogus", "true"], ["-e", "nosuchevent", "true"]):
             mine, theirs = self.both(args)
             t.log(f"{args}: pmcprof {mine.returncode}, perf {theirs.returncode}")
@@ -213,9 +208,8 @@ class ExitCodes(unittest.TestCase):
 
 
 class Layout(unittest.TestCase):
+    @t.requires("!pmu")  # cycles is not supported
     def test_csv_of_unsupported_event(self):
-        if t.has_hardware_pmu():
-            raise t.Skip("cycles is supported here")
         _, mine = pmcprof_csv_lines(["-e", "cycles"], ["true"])
         _, perfs = perf_csv_lines(["-e", "cycles"], ["true"])
         t.log(f"<not supported> in CSV: pmcprof {mine}, perf {perfs}")
@@ -268,4 +262,4 @@ class Layout(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, requires_perf=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "program:perf"), doc=__doc__))

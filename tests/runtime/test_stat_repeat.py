@@ -83,4 +83,4 @@ class RepeatTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root",), doc=__doc__))

@@ -150,4 +150,4 @@ def comm(pid):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root",), doc=__doc__))
