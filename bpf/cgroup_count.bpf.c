@@ -16,7 +16,6 @@
 #include "pmcprof.h"
 #include "counters.bpf.h"
 
-
 struct cgroup_count {
   __u64 counter;
   __u64 enabled;

@@ -10,7 +10,6 @@
 #include "pmcprof.h"
 #include "counters.bpf.h"
 
-
 struct pmcprof_snapshot snapshot = {};
 
 SEC("raw_tp")

@@ -68,7 +68,7 @@ const volatile bool need_comm = false;       /* records carry the command name (
 const volatile __u32 clock_events = 0;       /* bit i: event i is the on-CPU time (ns) */
 const volatile __u32 self_tgid = 0;          /* pmcprof itself: never counted ... */
 const volatile __u32 calibration_id = PMCPROF_MAX_FUNCS; /* ... but for this function id */
-const volatile __u32 n_hists = PMCPROF_HIST_EVENT0; /* histograms per function */
+const volatile __u32 n_hists = PMCPROF_HIST_EVENT0;      /* histograms per function */
 /* Histogram of event i: PMCPROF_HIST_EVENT0 + its rank among the events that are not clock
  * events (a clock event's histogram is the on-CPU one). */
 const volatile __u32 event_hist[PMCPROF_MAX_EVENTS] = {};
@@ -284,16 +284,36 @@ __attribute__((noinline)) int stat_inc(__u32 func_id, __u32 field) {
   if (!s) return 0;
   __u64 *p;
   switch (field) {
-    case STAT_LOST: p = &s->lost; break;
-    case STAT_DEPTH_OVERFLOW: p = &s->depth_overflow; break;
-    case STAT_UNMATCHED_EXIT: p = &s->unmatched_exit; break;
-    case STAT_ABANDONED: p = &s->abandoned; break;
-    case STAT_REENTERED: p = &s->reentered; break;
-    case STAT_STATE_FAILED: p = &s->state_failed; break;
-    case STAT_AGG_COLLISIONS: p = &s->agg_collisions; break;
-    case STAT_AGG_FULL: p = &s->agg_full; break;
-    case STAT_ENTERED: p = &s->entered; break;
-    default: p = &s->ended; break;
+    case STAT_LOST:
+      p = &s->lost;
+      break;
+    case STAT_DEPTH_OVERFLOW:
+      p = &s->depth_overflow;
+      break;
+    case STAT_UNMATCHED_EXIT:
+      p = &s->unmatched_exit;
+      break;
+    case STAT_ABANDONED:
+      p = &s->abandoned;
+      break;
+    case STAT_REENTERED:
+      p = &s->reentered;
+      break;
+    case STAT_STATE_FAILED:
+      p = &s->state_failed;
+      break;
+    case STAT_AGG_COLLISIONS:
+      p = &s->agg_collisions;
+      break;
+    case STAT_AGG_FULL:
+      p = &s->agg_full;
+      break;
+    case STAT_ENTERED:
+      p = &s->entered;
+      break;
+    default:
+      p = &s->ended;
+      break;
   }
   __sync_fetch_and_add(p, 1);
   return 0;
@@ -334,8 +354,8 @@ __attribute__((noinline)) int read_all(struct readings *r, __u32 cpu) {
       r->v[i].counter = r->v[i].enabled = r->v[i].running = 0;
       continue;
     }
-    if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &r->v[i],
-                                  sizeof(r->v[i])) != 0)
+    if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &r->v[i], sizeof(r->v[i])) !=
+        0)
       r->failed |= 1u << i;
   }
   return 0;
@@ -452,13 +472,25 @@ static __always_inline bool wanted(__u32 tgid) {
 static __always_inline void read_sized(__u64 *v, __u8 size, const void *addr, bool user) {
   *v = 0;
   if (size == 8) {
-    if (user) bpf_probe_read_user(v, 8, addr); else bpf_probe_read_kernel(v, 8, addr);
+    if (user)
+      bpf_probe_read_user(v, 8, addr);
+    else
+      bpf_probe_read_kernel(v, 8, addr);
   } else if (size == 4) {
-    if (user) bpf_probe_read_user(v, 4, addr); else bpf_probe_read_kernel(v, 4, addr);
+    if (user)
+      bpf_probe_read_user(v, 4, addr);
+    else
+      bpf_probe_read_kernel(v, 4, addr);
   } else if (size == 2) {
-    if (user) bpf_probe_read_user(v, 2, addr); else bpf_probe_read_kernel(v, 2, addr);
+    if (user)
+      bpf_probe_read_user(v, 2, addr);
+    else
+      bpf_probe_read_kernel(v, 2, addr);
   } else {
-    if (user) bpf_probe_read_user(v, 1, addr); else bpf_probe_read_kernel(v, 1, addr);
+    if (user)
+      bpf_probe_read_user(v, 1, addr);
+    else
+      bpf_probe_read_kernel(v, 1, addr);
   }
 }
 
@@ -479,10 +511,17 @@ __attribute__((noinline)) int key_arg(const struct pmcprof_arg_spec *s, __u64 re
   const bool user = s->user;
   if (s->kind == PMCPROF_ARG_DEREF) read_sized(&v, s->size, (const void *)(reg + s->val), user);
   switch (s->size) {
-    case 1: v = s->is_signed ? (__u64)(__s64)(__s8)v : (__u8)v; break;
-    case 2: v = s->is_signed ? (__u64)(__s64)(__s16)v : (__u16)v; break;
-    case 4: v = s->is_signed ? (__u64)(__s64)(__s32)v : (__u32)v; break;
-    default: break;
+    case 1:
+      v = s->is_signed ? (__u64)(__s64)(__s8)v : (__u8)v;
+      break;
+    case 2:
+      v = s->is_signed ? (__u64)(__s64)(__s16)v : (__u16)v;
+      break;
+    case 4:
+      v = s->is_signed ? (__u64)(__s64)(__s32)v : (__u32)v;
+      break;
+    default:
+      break;
   }
   if (!s->is_string) {
     if (n_key_args == 1 || i == 0)
@@ -617,8 +656,8 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
 
 static __always_inline void emit(void *ctx, struct pmcprof_record *rec) {
   /* With a key, every delta slot is sent and the key after them. */
-  __u64 size = n_key_args ? sizeof(*rec)
-                          : PMCPROF_RECORD_HEADER_SIZE + (__u64)n_events * sizeof(__u64);
+  __u64 size =
+      n_key_args ? sizeof(*rec) : PMCPROF_RECORD_HEADER_SIZE + (__u64)n_events * sizeof(__u64);
   if (size > sizeof(*rec)) size = sizeof(*rec);
   if (bpf_perf_event_output(ctx, &records, BPF_F_CURRENT_CPU, rec, size) != 0)
     stat_inc(rec->func_id, STAT_LOST);
@@ -771,9 +810,7 @@ __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 j, __u3
   return 0;
 }
 
-static __always_inline __u64 minus_bias(__u64 v, __u64 b) {
-  return v > b ? v - b : 0;
-}
+static __always_inline __u64 minus_bias(__u64 v, __u64 b) { return v > b ? v - b : 0; }
 
 /* The call's per-event deltas, and which events ran through it (measured) or in part, less
  * the probe's own bias when compensating. */
@@ -826,8 +863,7 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   if (!t) {
     /* A thread with no state has nothing in flight: an exit (a region's end) without entry,
      * counted when the thread is one the run watches. */
-    if (func_id != calibration_id && wanted(tgid) &&
-        (!n_filter_cgroups || in_filter_cgroups()))
+    if (func_id != calibration_id && wanted(tgid) && (!n_filter_cgroups || in_filter_cgroups()))
       stat_inc(func_id, STAT_UNMATCHED_EXIT);
     return 0;
   }

@@ -43,19 +43,20 @@
 /* Where an argument's value is (struct pmcprof_arg_spec.kind). */
 #define PMCPROF_ARG_CONST 0 /* val itself */
 #define PMCPROF_ARG_REG 1   /* the 8 bytes at ctx + reg_off (a pt_regs register, a field) */
-#define PMCPROF_ARG_DEREF 2 /* the `size` bytes at (the 8 bytes at ctx + reg_off) + val,
-                             plus (those at ctx + idx_off) * scale when scale is not 0 */
+#define PMCPROF_ARG_DEREF                                        \
+  2 /* the `size` bytes at (the 8 bytes at ctx + reg_off) + val, \
+     plus (those at ctx + idx_off) * scale when scale is not 0 */
 
 struct pmcprof_arg_spec {
-  __u64 val;       /* the constant, or the displacement added to the register */
-  __s16 reg_off;   /* offset in the program's context: pt_regs, a tracepoint's record */
-  __s16 idx_off;   /* DEREF with an index register (x86 "8@(%rdx,%rax,8)"): its offset */
-  __u8 scale;      /* ... and its scale; 0: no index */
-  __u8 kind;       /* PMCPROF_ARG_* */
-  __u8 size;       /* 1, 2, 4 or 8 bytes */
-  __u8 is_signed;  /* sign-extended to 64 bits */
-  __u8 is_string;  /* the value is the address of a NUL-terminated string: the key is it */
-  __u8 user;       /* memory of the probed process (uprobes, USDT, syscall arguments) */
+  __u64 val;      /* the constant, or the displacement added to the register */
+  __s16 reg_off;  /* offset in the program's context: pt_regs, a tracepoint's record */
+  __s16 idx_off;  /* DEREF with an index register (x86 "8@(%rdx,%rax,8)"): its offset */
+  __u8 scale;     /* ... and its scale; 0: no index */
+  __u8 kind;      /* PMCPROF_ARG_* */
+  __u8 size;      /* 1, 2, 4 or 8 bytes */
+  __u8 is_signed; /* sign-extended to 64 bits */
+  __u8 is_string; /* the value is the address of a NUL-terminated string: the key is it */
+  __u8 user;      /* memory of the probed process (uprobes, USDT, syscall arguments) */
   __u8 pad[2];
 };
 
@@ -165,7 +166,8 @@ static __always_inline __u64 pmcprof_normalize(__u64 dc, __u64 de, __u64 dr) {
 #define PMCPROF_REC_SLEPT 0x1u       /* the call was switched out at least once */
 #define PMCPROF_REC_MIGRATED 0x2u    /* it resumed on another CPU */
 #define PMCPROF_REC_MULTIPLEXED 0x4u /* some event did not run through the whole call */
-#define PMCPROF_REC_NOT_COUNTED 0x8u /* the thread's readings were disturbed: no event and no \
+#define PMCPROF_REC_NOT_COUNTED                                                               \
+  0x8u                               /* the thread's readings were disturbed: no event and no \
                                         on-CPU time of this call can be trusted */
 #define PMCPROF_REC_READ_ERROR 0x10u /* a counter read failed during the call */
 
@@ -299,8 +301,8 @@ static __always_inline void pmcprof_min_max(__u64* min_inv, __u64* max, __u64 v)
 
 /* Adds one call to the scalars: the one definition of what a call contributes, used by the
  * kernel aggregation and by the stream's aggregation in user space. */
-static __always_inline void pmcprof_agg_add(struct pmcprof_agg* a,
-                                            const struct pmcprof_record* r, __u32 n_events) {
+static __always_inline void pmcprof_agg_add(struct pmcprof_agg* a, const struct pmcprof_record* r,
+                                            __u32 n_events) {
   a->calls++;
   if (r->flags & PMCPROF_REC_SLEPT) a->slept++;
   if (r->flags & PMCPROF_REC_MIGRATED) a->migrated++;

@@ -82,10 +82,11 @@ class CsvRenderer : public ReportRenderer {
     const std::string& sep = opts_.csv_separator;
     for (const auto& row : r.counters) {
       const std::string p = prefix(r, row, lead);
-      std::string fields =
-          csv_value(row) + sep + (row.unit == "ns" ? "msec" : "") + sep + csv_field(row.event, sep) + sep;
+      std::string fields = csv_value(row) + sep + (row.unit == "ns" ? "msec" : "") + sep +
+                           csv_field(row.event, sep) + sep;
       if (row.cgroup)
-        fields += csv_field(*row.cgroup, sep) + sep + std::to_string(row.cgroup_id.value_or(0)) + sep;
+        fields +=
+            csv_field(*row.cgroup, sep) + sep + std::to_string(row.cgroup_id.value_or(0)) + sep;
       if (r.runs > 1)
         fields += (row.stddev_pct ? format_fixed(*row.stddev_pct, 2) + "%" : "") + sep;
       const double pct = row.status == CounterStatus::ok

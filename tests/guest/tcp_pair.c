@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void die(const char *what) {
+static void die(const char* what) {
   fprintf(stderr, "tcp_pair: %s: %s\n", what, strerror(errno));
   exit(2);
 }
@@ -34,17 +34,17 @@ static void sleep_ms(long ms) {
 }
 
 /* A connected pair over 127.0.0.1: *mine stays here, the returned fd is for the child. */
-static int connected_pair(int *mine) {
+static int connected_pair(int* mine) {
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   if (ls < 0) die("socket");
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t len = sizeof(a);
-  if (bind(ls, (struct sockaddr *)&a, sizeof(a)) != 0) die("bind");
+  if (bind(ls, (struct sockaddr*)&a, sizeof(a)) != 0) die("bind");
   if (listen(ls, 1) != 0) die("listen");
-  if (getsockname(ls, (struct sockaddr *)&a, &len) != 0) die("getsockname");
+  if (getsockname(ls, (struct sockaddr*)&a, &len) != 0) die("getsockname");
   int c = socket(AF_INET, SOCK_STREAM, 0);
   if (c < 0) die("socket");
-  if (connect(c, (struct sockaddr *)&a, sizeof(a)) != 0) die("connect");
+  if (connect(c, (struct sockaddr*)&a, sizeof(a)) != 0) die("connect");
   int s = accept(ls, NULL, NULL);
   if (s < 0) die("accept");
   close(ls);
@@ -73,12 +73,12 @@ static int wait_child(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: tcp_pair send N [SIZE] | recv N DELAY_MS | serve SECONDS\n");
     return 2;
   }
-  const char *mode = argv[1];
+  const char* mode = argv[1];
   long n = atol(argv[2]);
   int mine = -1;
   int theirs = connected_pair(&mine);
@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
       _exit(0);
     }
     close(theirs);
-    char *msg = calloc(1, size);
+    char* msg = calloc(1, size);
     for (long i = 0; i < n; i++) {
       ssize_t w = send(mine, msg, size, 0);
       if (w != (ssize_t)size) die("send");

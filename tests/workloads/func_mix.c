@@ -52,8 +52,9 @@ int main(int argc, char** argv) {
     if (i < n_getppid) acc += (int)syscall(SYS_getppid) > 0, getppids++;
     if (i < n_tiny) acc = tiny_function(acc), tinies++;
   }
-  printf("{\"burn_calls\":%ld,\"getppid_calls\":%ld,\"tiny_calls\":%ld,\"inside_cpu_ns\":%llu,"
-         "\"pid\":%d,\"acc\":%d}\n",
-         burns, getppids, tinies, (unsigned long long)inside_cpu_ns, getpid(), acc);
+  printf(
+      "{\"burn_calls\":%ld,\"getppid_calls\":%ld,\"tiny_calls\":%ld,\"inside_cpu_ns\":%llu,"
+      "\"pid\":%d,\"acc\":%d}\n",
+      burns, getppids, tinies, (unsigned long long)inside_cpu_ns, getpid(), acc);
   return 0;
 }

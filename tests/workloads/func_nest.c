@@ -55,10 +55,14 @@ int main(int argc, char** argv) {
   int depth = argc > 3 ? atoi(argv[3]) : 12;
   int acc = 0;
   for (long i = 0; i < n; i++) {
-    if (!strcmp(mode, "nest")) outer();
-    else if (!strcmp(mode, "recurse")) recurse(depth);
-    else if (!strcmp(mode, "longjmp")) acc += jump_outer();
-    else if (!strcmp(mode, "busy")) acc = tiny(acc);
+    if (!strcmp(mode, "nest"))
+      outer();
+    else if (!strcmp(mode, "recurse"))
+      recurse(depth);
+    else if (!strcmp(mode, "longjmp"))
+      acc += jump_outer();
+    else if (!strcmp(mode, "busy"))
+      acc = tiny(acc);
     else {
       fprintf(stderr, "unknown mode %s\n", mode);
       return 2;

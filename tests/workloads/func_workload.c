@@ -123,7 +123,8 @@ __attribute__((noinline)) int tiny_function(int x) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s burn|sleep|migrate|getppid|tiny|burst N [USEC [SLEEP_US]]\n", argv[0]);
+    fprintf(stderr, "usage: %s burn|sleep|migrate|getppid|tiny|burst N [USEC [SLEEP_US]]\n",
+            argv[0]);
     return 2;
   }
   sched_getaffinity(0, sizeof(allowed_at_start), &allowed_at_start);
@@ -138,26 +139,33 @@ int main(int argc, char** argv) {
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   for (long i = 0; i < n; i++) {
-    if (!strcmp(mode, "burn")) burn_cpu(usec);
-    else if (!strcmp(mode, "sleep")) burn_and_sleep(usec, sleep_us);
-    else if (!strcmp(mode, "migrate")) migrated += burn_and_migrate(usec);
-    else if (!strcmp(mode, "getppid")) acc += (int)syscall(SYS_getppid) > 0;
-    else if (!strcmp(mode, "tiny") || !strcmp(mode, "burst")) acc = tiny_function(acc);
+    if (!strcmp(mode, "burn"))
+      burn_cpu(usec);
+    else if (!strcmp(mode, "sleep"))
+      burn_and_sleep(usec, sleep_us);
+    else if (!strcmp(mode, "migrate"))
+      migrated += burn_and_migrate(usec);
+    else if (!strcmp(mode, "getppid"))
+      acc += (int)syscall(SYS_getppid) > 0;
+    else if (!strcmp(mode, "tiny") || !strcmp(mode, "burst"))
+      acc = tiny_function(acc);
     else {
       fprintf(stderr, "unknown mode %s\n", mode);
       return 2;
     }
   }
   clock_gettime(CLOCK_MONOTONIC, &w1);
-  uint64_t wall = (uint64_t)(w1.tv_sec - w0.tv_sec) * 1000000000ull + (uint64_t)(w1.tv_nsec - w0.tv_nsec);
+  uint64_t wall =
+      (uint64_t)(w1.tv_sec - w0.tv_sec) * 1000000000ull + (uint64_t)(w1.tv_nsec - w0.tv_nsec);
   /* start_ns: CLOCK_MONOTONIC right before the first call (bench_func_startup.py) */
   uint64_t start = (uint64_t)w0.tv_sec * 1000000000ull + (uint64_t)w0.tv_nsec;
   char task_clock[32] = "null";
   if (burns && task_clock_fd >= 0)
     snprintf(task_clock, sizeof(task_clock), "%llu", (unsigned long long)inside_task_clock_ns);
-  printf("{\"mode\":\"%s\",\"calls\":%ld,\"inside_cpu_ns\":%llu,\"inside_task_clock_ns\":%s,"
-         "\"migrated\":%ld,\"wall_ns\":%llu,\"pid\":%d,\"acc\":%d,\"start_ns\":%llu}\n",
-         mode, n, (unsigned long long)inside_cpu_ns, task_clock, migrated, (unsigned long long)wall,
-         getpid(), acc, (unsigned long long)start);
+  printf(
+      "{\"mode\":\"%s\",\"calls\":%ld,\"inside_cpu_ns\":%llu,\"inside_task_clock_ns\":%s,"
+      "\"migrated\":%ld,\"wall_ns\":%llu,\"pid\":%d,\"acc\":%d,\"start_ns\":%llu}\n",
+      mode, n, (unsigned long long)inside_cpu_ns, task_clock, migrated, (unsigned long long)wall,
+      getpid(), acc, (unsigned long long)start);
   return 0;
 }

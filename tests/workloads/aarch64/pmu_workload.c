@@ -44,7 +44,7 @@ __attribute__((noinline)) static void spin(unsigned long n) {
 
 static volatile int sink;
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "info") == 0) {
     static const char msg[] = "exact_fn " STR(EXACT_FN_INSNS) "\n";
     return write(1, msg, sizeof msg - 1) == (ssize_t)(sizeof msg - 1) ? 0 : 1;
