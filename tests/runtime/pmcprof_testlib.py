@@ -656,8 +656,9 @@ def _need_qemu(arch):
 
 # name -> check() returning None when met, else why not. Parametrised names: cpus:N,
 # program:NAME (on PATH or in /usr/sbin; perf and bpftool as the helpers above find them),
-# python:MODULE, event:PMU/EVENT (a sysfs PMU event, e.g. event:msr/tsc), qemu:ARCH (qemu-system-ARCH with TCG, tests/guest/guest.py), and !NAME (the
-# requirement must NOT be met: an error path that only a kernel without it can show).
+# python:MODULE, event:PMU/EVENT (a sysfs PMU event, e.g. event:msr/tsc), qemu:ARCH
+# (qemu-system-ARCH with TCG, tests/guest/guest.py); and !NAME: the requirement must NOT be met
+# (an error path that only a machine without it can show).
 REQUIREMENTS = {
     "root": _need_root,
     "software-events": _need_event_source("software", "no software perf events"),

@@ -8,7 +8,6 @@ function and compares COMPREPLY. Event names come from the pmcprof under test
 """
 import os
 import shlex
-import shutil
 import sys
 import tempfile
 import unittest
@@ -176,9 +175,8 @@ class Completion(unittest.TestCase):
             self.check(["pmcprof", "stat", "--func", "tracepoint:sche"], ["tracepoint:sched:"])
             self.check(["pmcprof", "stat", "--func", "tracepoint:sched:sched_process_ex"],
                        ["tracepoint:sched:sched_process_exec", "tracepoint:sched:sched_process_exit"])
-        wl = os.path.join(t.ARGS.workloads, "sdt_workload")
-        if not os.path.exists(wl) or not shutil.which("readelf"):
-            raise t.Skip("no sdt_workload or no readelf to list its USDT probes")
+        wl = t.workload("sdt_workload")
+        t.require("program:readelf")  # lists its USDT probes
         probe = f"usdt:{wl}:pmcprof_test:work__"
         self.check(["pmcprof", "stat", "--func", f"usdt:{wl}"], [f"usdt:{wl}:"])
         self.check(["pmcprof", "stat", "--func", probe], [probe + "done", probe + "start"])
@@ -192,10 +190,9 @@ class Completion(unittest.TestCase):
         self.check(["pmcprof", "stat", "--region", f"q=usdt:{wl}:pmcprof_test:ti"],
                    [f"q=usdt:{wl}:pmcprof_test:tick"])
 
+    @t.requires("cgroup2")
     def test_cgroups(self):
         mount = cgroup2_mount()
-        if not mount:
-            raise t.Skip("no cgroup v2 hierarchy is mounted")
         made = None
         dirs = sorted(d for d in os.listdir(mount) if os.path.isdir(os.path.join(mount, d)))
         if not dirs:
@@ -231,6 +228,4 @@ class Completion(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not shutil.which("bash"):
-        t.skip("bash is not installed")
-    sys.exit(t.main(requires_root=False, doc=__doc__))
+    sys.exit(t.main(requires=("program:bash",), doc=__doc__))

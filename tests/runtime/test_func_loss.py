@@ -71,4 +71,4 @@ class LossTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "uprobes"), doc=__doc__))

@@ -125,14 +125,6 @@ class SchemaCase(unittest.TestCase):
         return proc, docs
 
 
-def capability(name):
-    proc = t.run_pmcprof(["doctor", "-j"], timeout=60)
-    for c in json.loads(proc.stdout)["capabilities"]:
-        if c["name"] == name:
-            return c
-    return {"available": False, "detail": f"no {name} check"}
-
-
 def cgroup2_mount():
     """The cgroup v2 mount point from /proc/self/mountinfo, or None."""
     with open("/proc/self/mountinfo") as f:
@@ -234,11 +226,10 @@ class CountingMode(SchemaCase):
         self.assertIn(types, (["summary"], ["interval", "summary"]))
 
 
+@t.requires("cgroup2")
 class PerCgroup(SchemaCase):
     def setUp(self):
         self.mount = cgroup2_mount()
-        if not self.mount:
-            raise t.Skip("no cgroup v2 hierarchy is mounted")
 
     def test_root_cgroup(self):
         _, docs = self.run_json(["stat", "-a", "-G", "/", "--timeout", "200",
@@ -280,16 +271,9 @@ class PerCgroup(SchemaCase):
                     time.sleep(0.1)
 
 
+@t.requires("syscall-tracepoints", "uprobes")
 class FunctionMode(SchemaCase):
-    @classmethod
-    def setUpClass(cls):
-        cap = capability("syscall_tracepoints")
-        cls.skip_reason = None if cap["available"] else \
-            f"syscall tracepoints unavailable: {cap['detail']}"
-
     def setUp(self):
-        if self.skip_reason:
-            raise t.Skip(self.skip_reason)
         self.wl = t.workload("func_workload")
 
     def test_report(self):
@@ -517,4 +501,4 @@ if __name__ == "__main__":
     if not hasattr(jsonschema, "Draft202012Validator"):
         t.skip(f"jsonschema {getattr(jsonschema, '__version__', '?')} has no draft 2020-12 "
                "validator (needs >= 4.0, Debian 12's python3-jsonschema)")
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "python:jsonschema"), doc=__doc__))
