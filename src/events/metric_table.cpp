@@ -154,7 +154,7 @@ std::optional<double> eval(const MetricFormula::Node& n, const std::map<std::str
 }
 
 MetricDef def(std::string name, std::vector<std::string> groups, std::string unit,
-              std::string description, std::vector<std::string> formulas) {
+              std::string description, const std::vector<std::string>& formulas) {
   MetricDef d{std::move(name), std::move(groups), std::move(description), std::move(unit), {}};
   for (const auto& f : formulas) d.variants.push_back(MetricFormula::parse(f));
   return d;

@@ -193,7 +193,7 @@ LoadOutcome try_load(std::string_view name, bool attach) {
   DoctorSkeleton skel = open_doctor_object(name, out.err);
   if (!skel) return out;
   bpf_program* prog = bpf_object__find_program_by_name(skel->obj, std::string(name).c_str());
-  std::vector<char> log(16 * 1024, '\0');
+  std::vector<char> log(std::size_t{16} * 1024, '\0');
   if (prog) {
     // Level 1 so the verifier writes a log whenever it runs: an empty log then means the kernel
     // refused the program before verifying it.

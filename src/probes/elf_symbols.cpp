@@ -160,11 +160,11 @@ std::vector<std::string> library_dirs(const LibraryArch& arch) {
   return dirs;
 }
 
-std::vector<std::string> match_ldconfig(const std::string& text, const std::string& name,
+std::vector<std::string> match_ldconfig(const std::string& ldconfig_output, const std::string& name,
                                         const LibraryArch& arch) {
   // Lines look like: "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6"
   std::vector<std::string> out;
-  std::istringstream in(text);
+  std::istringstream in(ldconfig_output);
   std::string line;
   while (std::getline(in, line)) {
     auto arrow = line.find(" => ");

@@ -35,7 +35,7 @@ const char* to_string(AggrMode m) {
 }
 
 std::string aggr_label(AggrMode mode, const AggrId& id) {
-  const std::string s = "S" + std::to_string(id.socket);
+  std::string s = "S" + std::to_string(id.socket);
   switch (mode) {
     case AggrMode::core:
       return s + "-D" + std::to_string(id.die) + "-C" + std::to_string(id.core);

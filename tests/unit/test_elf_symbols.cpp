@@ -358,7 +358,7 @@ TEST(ElfSymbols, EmptyFileIsNotElf) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   const std::string path = dir.path() + "/empty";
-  std::ofstream{path};
+  ASSERT_TRUE(std::ofstream(path).good());  // an empty file
   try {
     find_elf_function(path, "main");
     ADD_FAILURE() << "no throw";

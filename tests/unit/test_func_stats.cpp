@@ -371,7 +371,7 @@ TEST(FuncStats, SubtractClampsAtZero) {
 TEST(FuncStatsKernel, StreamEqualsKernelOverTwoCpus) {
   const auto records = mixed_records();
   FuncStats stream(3);
-  SimKernel kernel(3, /*clock_events=*/0x4, /*n_cpus=*/2);
+  SimKernel kernel(3, /*clocks=*/0x4, /*n_cpus=*/2);
   std::uint64_t x = 7;
   for (const auto& r : records) {
     stream.add(r);

@@ -184,7 +184,9 @@ TEST(HistogramBuckets, PowersOfTwoAreBoundaries) {
   for (unsigned k = 0; k <= 43; ++k) {
     const std::uint64_t p = 1ULL << k;
     EXPECT_EQ(Histogram::bucket_lower(Histogram::bucket_of(p)), p) << "2^" << k;
-    if (p > 1) EXPECT_EQ(Histogram::bucket_upper(Histogram::bucket_of(p - 1)), p) << "2^" << k;
+    if (p > 1) {
+      EXPECT_EQ(Histogram::bucket_upper(Histogram::bucket_of(p - 1)), p) << "2^" << k;
+    }
   }
   // So counts below a power of two are exact.
   const Histogram h = uniform(1, 100000);

@@ -25,7 +25,7 @@ constexpr EventKind kCycles{PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES};
 constexpr EventKind kInstructions{PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS};
 
 EventSeries series(const std::string& name, EventKind kind, std::vector<int> ids,
-                   std::vector<std::uint64_t> values, std::size_t group,
+                   const std::vector<std::uint64_t>& values, std::size_t group,
                    const std::string& unit = "") {
   EventSeries s;
   s.event = name;
@@ -126,8 +126,11 @@ TEST(PerfLayout, AggregatePrefixesInTextAndCsv) {
       << text;
   const std::string csv = render_csv(r);
   EXPECT_EQ(csv.rfind("S0-D0-C0,1,0.00,msec,task-clock,", 0), 0u) << csv;
-  for (const auto& line : split(csv, '\n'))
-    if (!line.empty()) EXPECT_EQ(split(line, ',').size(), 9u) << line;  // perf's 8 commas
+  for (const auto& line : split(csv, '\n')) {
+    if (!line.empty()) {
+      EXPECT_EQ(split(line, ',').size(), 9u) << line;  // perf's 8 commas
+    }
+  }
   Aggregation a;
   a.mode = AggrMode::thread;
   a.thread_names = {{42, "burn"}};

@@ -71,7 +71,7 @@ class TempDir {
     rmdir(path_.c_str());
   }
   std::string write(const std::string& name, const std::string& text) {
-    const std::string p = path_ + "/" + name;
+    std::string p = path_ + "/" + name;
     std::ofstream(p) << text;
     files_.push_back(p);
     return p;

@@ -81,7 +81,7 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
                                 const EventResolver& resolver);
 
 // `pmcprof stat`: returns the exit code.
-int run_stat_command(const StatOptions& opts);
+int run_stat_command(const StatOptions& given);
 
 // `pmcprof serve`: stat's options plus where to serve /metrics.
 struct ServeOptions {

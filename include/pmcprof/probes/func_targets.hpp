@@ -96,8 +96,8 @@ std::optional<int> abi_arg_offset(unsigned index);
 
 // Kernel functions pmcprof's own probes run through (the counter reads, the output, the
 // clock, the probe machinery, task storage): a probe on one would fire inside pmcprof's
-// programs. Returns why `name` is refused, or "" when it is not.
-std::string denied_kernel_function(const std::string& name);
+// programs. Returns why `symbol` is refused, or "" when it is not.
+std::string denied_kernel_function(const std::string& symbol);
 
 // The live attachments of one run. Attaching is interruptible: `keep_going` is asked
 // between targets (a SIGINT during a long attach stops it).

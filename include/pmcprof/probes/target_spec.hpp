@@ -71,7 +71,7 @@ using KeySpec = std::vector<ArgSpec>;  // in --by order
 // A USDT probe or a tracepoint has no return: given to --func, each hit is counted (and
 // keyed) as a call of zero length.
 // Throws UserError on malformed input.
-FuncTarget parse_func_target(std::string_view text);
+FuncTarget parse_func_target(std::string_view raw);
 
 // Parses one end of a --region: what --func takes, and also user PATH:SYMBOL+OFFSET (inside a
 // function) and NAME%return (a function's or a syscall's return). `which` is "start" or "end"

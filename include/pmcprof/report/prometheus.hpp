@@ -21,6 +21,6 @@ std::string render_prometheus(const CountingReport* counting, const FunctionRepo
                               const PrometheusStatus& status);
 
 // Escapes a label value: backslash, double quote and newline.
-std::string prometheus_escape(const std::string& value);
+std::string prometheus_escape(const std::string& raw);
 
 }  // namespace pmcprof

@@ -25,7 +25,7 @@ struct ListenAddress {
 
 // Parses --listen: "ADDR:PORT", "[V6ADDR]:PORT", ":PORT" or "PORT" (both loopback: any other
 // address must be written out). Throws UserError with one line on junk.
-ListenAddress parse_listen_address(std::string_view text);
+ListenAddress parse_listen_address(std::string_view raw);
 
 struct HttpRequest {
   std::string method;  // GET or HEAD (others are answered 405 before the handler)
