@@ -19,6 +19,14 @@ if(BPF_TARGET_ARCH STREQUAL "arm64" AND NOT CMAKE_CROSSCOMPILING)
   set(BPF_ARCH_DEFINES -DPMCPROF_HAVE_USER_PT_REGS)
 endif()
 
+# -Wno-unused-function: bpf/pmcprof.h's static helpers, not every object uses every one.
+# -Wno-unused-parameter: libbpf's BPF_PROG() declares ctx and every argument of the hook, used
+# or not (sched_switch's preempt, ...).
+set(BPF_WARNINGS -Wall -Wextra -Wno-unused-function -Wno-unused-parameter)
+if(PMCPROF_WERROR)
+  list(APPEND BPF_WARNINGS -Werror)
+endif()
+
 set(BPF_GEN_DIR ${CMAKE_BINARY_DIR}/bpf)
 file(MAKE_DIRECTORY ${BPF_GEN_DIR})
 
@@ -55,7 +63,7 @@ function(bpf_object name source)
   endforeach()
   add_custom_command(OUTPUT ${obj}
     COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${BPF_TARGET_ARCH} ${BPF_ARCH_DEFINES}
-            -Wall -Wno-unused-function
+            ${BPF_WARNINGS}
             -I${BPF_GEN_DIR} -I${CMAKE_SOURCE_DIR}/bpf
             -c ${src} -o ${obj}
     DEPENDS ${src} ${deps} ${BPF_GEN_DIR}/vmlinux.h

@@ -10,7 +10,9 @@ set -eu
 # tests run Debian's python3.11 (its python:function__entry/return probes) and PostgreSQL 15
 # (postgresql-15: postgres, initdb, pg_ctl, psql, pgbench, pg_stat_statements; the test starts
 # its own server in a temporary directory, so the cluster the package creates is not needed).
-PKGS="build-essential cmake pkg-config clang llvm libbpf-dev bpftool libcli11-dev nlohmann-json3-dev \
+# Lint tests (tests/lint.py): clang-format and clang-tidy (14, with run-clang-tidy).
+PKGS="build-essential cmake pkg-config clang clang-format clang-tidy llvm libbpf-dev bpftool \
+libcli11-dev nlohmann-json3-dev \
 libpfm4-dev libelf-dev zlib1g-dev libre2-dev libgtest-dev libgmock-dev linux-perf python3 util-linux procps \
 prometheus curl jq python3-jsonschema man-db qemu-system-x86 busybox-static \
 libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libcrypt-dev openssl systemd adduser strace \
