@@ -55,11 +55,13 @@ static uint64_t now_ns(clockid_t clk) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* What the burn loop writes: volatile, so the loop is not optimised away. */
+static volatile uint64_t sink;
+
 /* Spins until this thread has used ms milliseconds of CPU; returns what it used. */
 __attribute__((noinline)) static uint64_t burn_ms(long ms) {
   const uint64_t start = now_ns(CLOCK_THREAD_CPUTIME_ID);
   const uint64_t goal = (uint64_t)ms * 1000000ull;
-  volatile uint64_t sink = 0;
   uint64_t used = 0;
   while (used < goal) {
     for (int i = 0; i < 20000; ++i) sink += (uint64_t)i * 2654435761u;
