@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "fuzz_common.hpp"
+#include "pmcprof/cli/choices.hpp"
 #include "pmcprof/probes/target_spec.hpp"
 #include "pmcprof/util/strings.hpp"
 

@@ -53,17 +53,14 @@ END;
 """
 
 
+# Debian's postgresql-15: the server and its tools, pg_stat_statements, the server's USDT probes.
+@t.requires(*(f"program:{BIN}/{tool}" for tool in ("postgres", "initdb", "pg_ctl", "psql",
+                                                   "pgbench")),
+            "path:/usr/lib/postgresql/15/lib/pg_stat_statements.so",
+            f"usdt:{POSTGRES}:postgresql:query__start")
 class PostgresTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for tool in ("postgres", "initdb", "pg_ctl", "psql", "pgbench"):
-            if not os.access(f"{BIN}/{tool}", os.X_OK):
-                t.skip(f"{BIN}/{tool} is missing (apt-get install postgresql-15)")
-        if not os.path.exists("/usr/lib/postgresql/15/lib/pg_stat_statements.so"):
-            t.skip("pg_stat_statements is missing (postgresql-15)")
-        if not any(n["provider"] == "postgresql" and n["name"] == "query__start"
-                   for n in t.sdt_notes(POSTGRES)):
-            t.skip(f"{POSTGRES} has no postgresql:query__start USDT probe")
         for name in ("postgres", "nobody"):
             try:
                 cls.user = pwd.getpwnam(name)
@@ -199,4 +196,4 @@ class PostgresTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "uprobes"), doc=__doc__))

@@ -115,14 +115,10 @@ EXPECTED = {"leaf": 1000, "outer": 40, "fib": 465, "gen": 31, "tick": 7, "boom":
             "main": 1, "<module>": 1, "Meter": 1, "count": 1573}
 
 
+@t.requires(f"program:{PYTHON}", f"usdt:{PYTHON}:python:function__entry")
 class PythonTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.access(PYTHON, os.X_OK):
-            t.skip(f"{PYTHON} is not installed")
-        if not any(n["provider"] == "python" and n["name"] == "function__entry"
-                   for n in t.sdt_notes(PYTHON)):
-            t.skip(f"{PYTHON} has no python:function__entry USDT probe")
         cls.tmp = tempfile.TemporaryDirectory(prefix="pmcprof-py-")
         cls.script = os.path.join(cls.tmp.name, "calls.py")
         with open(cls.script, "w") as f:
@@ -244,4 +240,4 @@ def script_line(path, name):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "uprobes"), doc=__doc__))
