@@ -240,7 +240,7 @@ TEST(EventSpec, SpaceInsideName) {
 // Control characters are in no event name: refused as invalid characters, and every echo of
 // the input is quoted (escaped, shortened).
 TEST(EventSpec, ControlCharactersAreRefusedAndEscaped) {
-  for (const std::string text :
+  for (const std::string& text :
        {std::string("\t/8m\n\xd0.J\xff\xff\x92\xda", 12), std::string("cy\ncles"),
         std::string("cpu/event=1\n/"), std::string("{a,b\x1b[2J}"), std::string("a\x7f"),
         std::string("a\0b", 3)}) {
