@@ -149,7 +149,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   // "other" key and room for the keys two CPUs add at once (--by argN).
   const std::size_t keys =
       config.n_funcs * (by_args ? config.max_keys + 1 : config.max_cgroup_keys) +
-      (by_args ? std::min<std::size_t>(config.n_funcs * config.max_keys, 2 * 64) : 0);
+      (by_args ? std::min<std::size_t>(config.n_funcs * config.max_keys, std::size_t{2} * 64) : 0);
   // The calibration id never reaches the aggregation (its calls go to `calib`).
   create_map(skel->maps.aggs, kernel_agg && !keyed ? at_least_one(config.n_funcs) : 0);
   create_map(skel->maps.hists, kernel_agg && !keyed ? at_least_one(config.n_funcs) * n_hists : 0);

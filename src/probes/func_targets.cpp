@@ -193,7 +193,7 @@ struct SiteResolver {
 
   std::string check_tracepoint(const std::string& category, const std::string& event,
                                const std::string& what) {
-    const std::string dir = tracefs_dir() + "/events/" + category + "/" + event;
+    std::string dir = tracefs_dir() + "/events/" + category + "/" + event;
     if (!std::filesystem::exists(dir))
       throw UserError("unknown " + what + ": no tracepoint " + dir,
                       "list them with: ls " + tracefs_dir() + "/events/" + category);

@@ -60,7 +60,7 @@ std::vector<unsigned char> desc(std::size_t width, std::uint64_t pc, std::uint64
                                 std::uint64_t sema, const std::string& strings) {
   std::vector<unsigned char> out(3 * width);
   const std::uint64_t addrs[] = {pc, base, sema};
-  for (int i = 0; i < 3; ++i) {
+  for (std::size_t i = 0; i < 3; ++i) {
     if (width == 8) {
       std::memcpy(out.data() + i * 8, &addrs[i], 8);
     } else {

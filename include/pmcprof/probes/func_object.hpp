@@ -144,7 +144,7 @@ class FuncObject {
   BpfLink attach_tracepoint(ProbeRole role, std::uint64_t cookie, const std::string& category,
                             const std::string& name) const;
   // --by argN: where a start point's arguments are (before it is attached).
-  void set_key_spec(std::size_t slot, const KeySpec& spec) const;
+  void set_key_spec(std::size_t slot, const KeySpec& args) const;
   // fentry/fexit on `function`: a twin object sharing every map, loaded against that
   // function's BTF (the kernel verifies tracing programs per target). Returns the links and
   // the twin that owns the programs; throws SystemError when the kernel refuses, so the

@@ -76,10 +76,10 @@ FuncTarget parse_func_target(std::string_view raw);
 // Parses one end of a --region: what --func takes, and also user PATH:SYMBOL+OFFSET (inside a
 // function) and NAME%return (a function's or a syscall's return). `which` is "start" or "end"
 // for messages.
-FuncTarget parse_probe_point(std::string_view text, const char* which);
+FuncTarget parse_probe_point(std::string_view raw, const char* which);
 
 // Parses one --region value: [NAME=]START,END. Throws UserError.
-RegionSpec parse_region(std::string_view text);
+RegionSpec parse_region(std::string_view raw);
 
 // Parses --by argN[:str|:int][,argM[:str|:int]] (at most two). nullopt when the text does not
 // start with "arg" (another --by key); throws UserError when it does but is malformed.
