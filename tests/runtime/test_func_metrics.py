@@ -128,4 +128,4 @@ class FuncMetricsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(t.main(requires_root=True, doc=__doc__))
+    sys.exit(t.main(requires=("root", "uprobes", "syscall-tracepoints"), doc=__doc__))
