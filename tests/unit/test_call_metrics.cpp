@@ -208,7 +208,7 @@ TEST(CallMetricStats, BorrowAcrossTheLow64Bits) {
 TEST(CallMetricStats, StreamEqualsKernelOverTwoCpus) {
   pmcprof_agg cpu[2];
   std::memset(cpu, 0, sizeof(cpu));
-  std::vector<std::vector<std::uint64_t>> hist(2 * 2,
+  std::vector<std::vector<std::uint64_t>> hist(std::size_t{2} * 2,
                                                std::vector<std::uint64_t>(PMCPROF_HIST_BUCKETS));
   const pmcprof_metric defs[2] = {{1, 0}, {2, PMCPROF_OPERAND_WALL}};
   FuncStats stream(3, kIpcAndCpus);
