@@ -175,7 +175,8 @@ class PythonTest(unittest.TestCase):
         self.check_counts(rows, s.workload[0], "--python")
         burn = t.func_event(rows["burn"])
         t.log(f"burn: {t.describe_func_row(rows['burn'])}")
-        t.assert_within(self, burn["mean"], 2e6, 0.10, "burn task-clock per call")
+        # The median call: a call the hypervisor stalled (steal) cannot move it.
+        t.assert_within(self, burn["p50"], 2e6, 0.10, "burn task-clock p50")
         self.assertGreaterEqual(t.func_event(rows["outer"])["total"],
                                 t.func_event(rows["leaf"])["total"],
                                 "outer contains its leaf calls")

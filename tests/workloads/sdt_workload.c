@@ -5,7 +5,8 @@
  *   sdt_workload regions K USEC   work__start(id, name) ... work__done(id) around USEC us of
  *                                 CPU: "alpha" K times, "beta" 2K, "gamma" 3K (ids 1, 2, 3)
  *   sdt_workload nested DEPTH N   N times a recursion DEPTH deep, a region at every level
- *                                 (id = the level); each level burns 100 us of its own
+ *                                 (id = the level); each level burns 100 us of its own and
+ *                                 sums its own task-clock per level, inclusive (levels_ns)
  *   sdt_workload unmatched N      N work__done without a start, then N work__start never
  *                                 ended, then one complete region (id 9)
  *   sdt_workload ticks N          tick(i % 4) for i < N: N/4 hits of each key (N % 4 == 0)
@@ -92,10 +93,15 @@ static void region(int id, const char* name, uint64_t usec) {
 
 static const char* const kNames[] = {"alpha", "beta", "gamma"};
 
+enum { kMaxLevels = 64 };
+static uint64_t level_task_clock_ns[kMaxLevels];
+
 __attribute__((noinline)) static void nest(int level, int depth) {
   DTRACE_PROBE2(pmcprof_test, work__start, level, kNames[level % 3]);
+  const uint64_t k0 = task_clock_ns();
   spin_ns(100 * 1000);
   if (level + 1 < depth) nest(level + 1, depth);
+  if (level < kMaxLevels) level_task_clock_ns[level] += task_clock_ns() - k0;
   DTRACE_PROBE1(pmcprof_test, work__done, level);
 }
 
@@ -131,8 +137,17 @@ int main(int argc, char** argv) {
         n, 2 * n, 3 * n, (unsigned long long)inside_cpu_ns, task_clock);
   } else if (strcmp(mode, "nested") == 0 && argc - a >= 3) {
     const long times = atol(argv[a + 2]);
+    open_task_clock();
     for (long i = 0; i < times; i++) nest(0, (int)n);
-    printf("{\"mode\": \"nested\", \"depth\": %ld, \"times\": %ld}\n", n, times);
+    printf("{\"mode\": \"nested\", \"depth\": %ld, \"times\": %ld, \"levels_ns\": ", n, times);
+    if (task_clock_fd < 0) {
+      printf("null}\n");
+    } else {
+      printf("[");
+      for (long l = 0; l < n && l < kMaxLevels; l++)
+        printf("%s%llu", l ? ", " : "", (unsigned long long)level_task_clock_ns[l]);
+      printf("]}\n");
+    }
   } else if (strcmp(mode, "unmatched") == 0) {
     for (long i = 0; i < n; i++) DTRACE_PROBE1(pmcprof_test, work__done, 8);
     for (long i = 0; i < n; i++) DTRACE_PROBE2(pmcprof_test, work__start, 8, "never");
