@@ -972,6 +972,19 @@ int func_exit(struct pt_regs *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_c
 SEC("kprobe")
 int probe_hit(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
 
+/* The same three for multi-uprobe links (Linux 6.6+): the loader gives them that attach type
+ * (libbpf 1.1 has no section name for it), and they attach every uprobe of a binary at once. */
+SEC("kprobe")
+int func_entry_multi(struct pt_regs *ctx) {
+  return on_entry(ctx, bpf_get_attach_cookie(ctx), PT_REGS_SP(ctx));
+}
+
+SEC("kprobe")
+int func_exit_multi(struct pt_regs *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+
+SEC("kprobe")
+int probe_hit_multi(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
+
 SEC("tracepoint")
 int syscall_entry(void *ctx) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0); }
 

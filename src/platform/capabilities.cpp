@@ -455,6 +455,15 @@ ProbeResult probe_uprobes() {
   return yes(what + " " + counted, facts);
 }
 
+ProbeResult probe_uprobe_multi() {
+  if (!kernel_has_uprobe_multi())
+    return no(
+        "no multi-uprobe links (BPF_TRACE_UPROBE_MULTI, Linux 6.6+): each uprobe is a link of "
+        "its own and detaching one waits for an RCU grace period, so runs with many user "
+        "functions take longer to end");
+  return yes("BPF_TRACE_UPROBE_MULTI links: the uprobes of one binary attach and detach at once");
+}
+
 ProbeResult probe_syscall_tracepoints() {
   const bool was_mounted = find_tracefs(read_self_mountinfo()).has_value();
   std::string tracefs;
@@ -603,6 +612,7 @@ CapabilityReport probe_all() {
   add("kprobes", probe_kprobes);
   add("fentry", probe_fentry);
   add("uprobes", probe_uprobes);
+  add("uprobe_multi", probe_uprobe_multi);
   add("syscall_tracepoints", probe_syscall_tracepoints);
   add("cgroup_v2", probe_cgroup_v2);
   add("perf_event_paranoid", probe_perf_event_paranoid);

@@ -1,17 +1,92 @@
 #include "pmcprof/platform/libbpf_support.hpp"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
-void BpfLinkDeleter::operator()(bpf_link* link) const {
+void BpfLink::Deleter::operator()(bpf_link* link) const {
   bpf_link__destroy(link);
+}
+
+namespace {
+
+// bpf_attr.link_create as Linux 6.6 extended it for BPF_TRACE_UPROBE_MULTI; this system's
+// <linux/bpf.h> (6.1) does not have the uprobe_multi member, whose layout is the kernel's ABI.
+struct UprobeMultiLinkAttr {
+  std::uint32_t prog_fd;
+  std::uint32_t target_fd;
+  std::uint32_t attach_type;
+  std::uint32_t flags;
+  std::uint64_t path;
+  std::uint64_t offsets;
+  std::uint64_t ref_ctr_offsets;
+  std::uint64_t cookies;
+  std::uint32_t cnt;
+  std::uint32_t multi_flags;
+  std::uint32_t pid;
+};
+static_assert(offsetof(UprobeMultiLinkAttr, path) == 16 &&
+              offsetof(UprobeMultiLinkAttr, pid) == 56 &&
+              sizeof(UprobeMultiLinkAttr) <= sizeof(bpf_attr));
+constexpr std::uint32_t kUprobeMultiReturn = 1;  // BPF_F_UPROBE_MULTI_RETURN
+
+}  // namespace
+
+BpfLink create_uprobe_multi_link(int prog_fd, const std::string& binary,
+                                 const std::vector<UprobeSpot>& spots, bool retprobe, pid_t pid,
+                                 int& error) {
+  std::vector<std::uint64_t> offsets, semaphores, cookies;
+  for (const auto& s : spots) {
+    offsets.push_back(s.offset);
+    semaphores.push_back(s.semaphore_offset);
+    cookies.push_back(s.cookie);
+  }
+  bpf_attr attr;
+  std::memset(&attr, 0, sizeof(attr));
+  UprobeMultiLinkAttr a{};
+  a.prog_fd = static_cast<std::uint32_t>(prog_fd);
+  a.attach_type = kAttachUprobeMulti;
+  a.path = reinterpret_cast<std::uintptr_t>(binary.c_str());
+  a.offsets = reinterpret_cast<std::uintptr_t>(offsets.data());
+  a.ref_ctr_offsets = reinterpret_cast<std::uintptr_t>(semaphores.data());
+  a.cookies = reinterpret_cast<std::uintptr_t>(cookies.data());
+  a.cnt = static_cast<std::uint32_t>(spots.size());
+  a.multi_flags = retprobe ? kUprobeMultiReturn : 0;
+  a.pid = pid > 0 ? static_cast<std::uint32_t>(pid) : 0;
+  std::memcpy(&attr, &a, sizeof(a));
+  const long fd = ::syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+  error = fd < 0 ? errno : 0;
+  return fd < 0 ? BpfLink() : BpfLink(Fd(static_cast<int>(fd)));
+}
+
+bool kernel_has_uprobe_multi() {
+  // As libbpf 1.3 probes it: a program loaded for the attach type, attached at offset 0 of
+  // "/". A kernel that knows the link refuses the path (EBADF: not a regular file); one that
+  // does not refuses the attach type (EINVAL) or the load.
+  const bpf_insn insns[] = {
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0},
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+  };
+  LIBBPF_OPTS(bpf_prog_load_opts, opts,
+              .expected_attach_type = static_cast<bpf_attach_type>(kAttachUprobeMulti));
+  Fd prog(bpf_prog_load(BPF_PROG_TYPE_KPROBE, nullptr, "GPL", insns, 2, &opts));
+  if (!prog) return false;
+  int error = 0;
+  BpfLink link = create_uprobe_multi_link(prog.get(), "/", {UprobeSpot{}}, false, 0, error);
+  return !link && error == EBADF;
 }
 
 namespace {

@@ -167,6 +167,15 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   bpf_program__set_autoload(skel->progs.syscall_entry, config.syscall_programs);
   bpf_program__set_autoload(skel->progs.syscall_exit, config.syscall_programs);
   bpf_program__set_autoload(skel->progs.probe_hit, config.hit_programs);
+  // Uprobes through multi-uprobe links where the kernel makes them: their programs are
+  // loaded for that attach type, beside those for kprobes and perf-event uprobes.
+  obj.uprobe_multi_ = (config.probe_programs || config.hit_programs) && kernel_has_uprobe_multi();
+  for (auto [prog, wanted] : {std::pair{skel->progs.func_entry_multi, config.probe_programs},
+                              std::pair{skel->progs.func_exit_multi, config.probe_programs},
+                              std::pair{skel->progs.probe_hit_multi, config.hit_programs}}) {
+    bpf_program__set_autoload(prog, obj.uprobe_multi_ && wanted);
+    bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kAttachUprobeMulti));
+  }
   bpf_program__set_autoload(skel->progs.tracepoint_hit, config.tracepoint_hit_program);
   // fentry/fexit are loaded per target, in twins (attach_fentry).
   bpf_program__set_autoload(skel->progs.func_fentry, false);
@@ -183,6 +192,11 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
 std::vector<BpfLink> FuncObject::attach_uprobe(std::uint64_t id, const std::string& binary,
                                                std::uint64_t offset, pid_t pid) const {
   std::vector<BpfLink> links;
+  if (uprobe_multi_) {
+    links.push_back(attach_user_multi(ProbeRole::entry, binary, {{offset, 0, id}}, false, pid));
+    links.push_back(attach_user_multi(ProbeRole::exit, binary, {{offset, 0, id}}, true, pid));
+    return links;
+  }
   LIBBPF_OPTS(bpf_uprobe_opts, entry, .bpf_cookie = id, .retprobe = false);
   links.push_back(check_link(
       bpf_program__attach_uprobe_opts(skel_->progs.func_entry, pid, binary.c_str(), offset, &entry),
@@ -224,6 +238,18 @@ std::vector<BpfLink> FuncObject::attach_syscall(std::uint64_t id,
 
 namespace {
 
+bpf_program* multi_program_for(func_bpf* skel, ProbeRole role) {
+  switch (role) {
+    case ProbeRole::entry:
+      return skel->progs.func_entry_multi;
+    case ProbeRole::exit:
+      return skel->progs.func_exit_multi;
+    case ProbeRole::hit:
+      break;
+  }
+  return skel->progs.probe_hit_multi;
+}
+
 bpf_program* program_for(func_bpf* skel, ProbeRole role, bool tracepoint) {
   switch (role) {
     case ProbeRole::entry:
@@ -261,6 +287,8 @@ std::uint64_t probe_cookie(std::uint32_t func_id, std::optional<std::size_t> key
 BpfLink FuncObject::attach_user(ProbeRole role, std::uint64_t cookie, const std::string& binary,
                                 std::uint64_t offset, std::uint64_t semaphore_offset, bool retprobe,
                                 pid_t pid) const {
+  if (uprobe_multi_)
+    return attach_user_multi(role, binary, {{offset, semaphore_offset, cookie}}, retprobe, pid);
   LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = semaphore_offset, .bpf_cookie = cookie,
               .retprobe = retprobe);
   char where[64];
@@ -269,6 +297,24 @@ BpfLink FuncObject::attach_user(ProbeRole role, std::uint64_t cookie, const std:
                                                     binary.c_str(), offset, &opts),
                     std::string("a ") + (retprobe ? "uretprobe" : "uprobe") + " (" +
                         role_name(role) + ") on " + binary + where);
+}
+
+BpfLink FuncObject::attach_user_multi(ProbeRole role, const std::string& binary,
+                                      const std::vector<UprobeSpot>& spots, bool retprobe,
+                                      pid_t pid) const {
+  int error = 0;
+  BpfLink link = create_uprobe_multi_link(bpf_program__fd(multi_program_for(skel_.get(), role)),
+                                          binary, spots, retprobe, pid, error);
+  if (!link) {
+    char where[64];
+    std::snprintf(
+        where, sizeof(where), spots.size() == 1 ? "+0x%llx" : " (%llu points)",
+        static_cast<unsigned long long>(spots.size() == 1 ? spots[0].offset : spots.size()));
+    throw UserError(std::string("cannot attach a ") + (retprobe ? "uretprobe" : "uprobe") + " (" +
+                        role_name(role) + ") on " + binary + where + ": " + errno_string(error),
+                    "'pmcprof doctor' shows what this kernel allows", kExitFailure);
+  }
+  return link;
 }
 
 BpfLink FuncObject::attach_kernel(ProbeRole role, std::uint64_t cookie, const std::string& function,

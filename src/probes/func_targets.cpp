@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iterator>
 #include <string_view>
+#include <utility>
 
 #include "pmcprof.h"
 #include "pmcprof/platform/system.hpp"
@@ -506,8 +507,13 @@ void FuncAttachments::attach_site(const FuncObject& object, const AttachPoint& p
     switch (site.backend) {
       case ProbeBackend::uprobe:
       case ProbeBackend::usdt:
-        into.push_back(object.attach_user(role, cookie, site.binary, loc.file_offset,
-                                          loc.semaphore_offset, site.retprobe));
+        if (object.uprobe_multi())
+          pending_[{role == ProbeRole::entry && p.shape == MeasureShape::region, role,
+                    site.retprobe, site.binary}]
+              .push_back({loc.file_offset, loc.semaphore_offset, cookie});
+        else
+          into.push_back(object.attach_user(role, cookie, site.binary, loc.file_offset,
+                                            loc.semaphore_offset, site.retprobe));
         break;
       case ProbeBackend::kprobe:
       case ProbeBackend::fentry:
@@ -540,7 +546,13 @@ bool FuncAttachments::attach(const FuncObject& object, std::vector<AttachPoint>&
     const std::uint64_t cookie = probe_cookie(p.func_id, p.key_slot);
     switch (p.backend) {
       case ProbeBackend::uprobe:
-        keep(object.attach_uprobe(cookie, p.binary, p.file_offset));
+        if (object.uprobe_multi()) {
+          pending_[{false, ProbeRole::entry, false, p.binary}].push_back(
+              {p.file_offset, 0, cookie});
+          pending_[{false, ProbeRole::exit, true, p.binary}].push_back({p.file_offset, 0, cookie});
+        } else {
+          keep(object.attach_uprobe(cookie, p.binary, p.file_offset));
+        }
         break;
       case ProbeBackend::kprobe:
         keep(object.attach_kprobe(cookie, p.target.name));
@@ -566,7 +578,26 @@ bool FuncAttachments::attach(const FuncObject& object, std::vector<AttachPoint>&
       }
     }
   }
+  attach_user_groups(object);
   return true;
+}
+
+void FuncAttachments::attach_user_groups(const FuncObject& object) {
+  // std::map order: every end and whole function first (start == false), then the starts, so
+  // no region can start before its end is attached.
+  auto pending = std::exchange(pending_, {});
+  for (auto& [g, spots] : pending) {
+    auto& into = g.start ? starts_ : links_;
+    try {
+      into.push_back(object.attach_user_multi(g.role, g.binary, spots, g.retprobe));
+    } catch (const UserError&) {
+      // Name the point the kernel refused: each alone (the error path only).
+      std::vector<BpfLink> singles;
+      for (const auto& spot : spots)
+        singles.push_back(object.attach_user_multi(g.role, g.binary, {spot}, g.retprobe));
+      throw;
+    }
+  }
 }
 
 void FuncAttachments::detach() {

@@ -18,7 +18,7 @@ import pmcprof_testlib as t
 EVENT_SOURCES = "/sys/bus/event_source/devices"
 REQUIRED_NAMES = [
     "btf", "cap_bpf", "cap_perfmon", "hardware_pmu", "software_events", "kprobes", "fentry",
-    "uprobes", "syscall_tracepoints", "cgroup_v2", "perf_event_paranoid",
+    "uprobes", "uprobe_multi", "syscall_tracepoints", "cgroup_v2", "perf_event_paranoid",
 ]
 CAP_PERFMON, CAP_BPF = 38, 39
 
@@ -135,6 +135,13 @@ class DoctorTest(unittest.TestCase):
         if cap["available"]:
             with open(os.path.join(uprobe, "type")) as f:
                 self.assertEqual(cap["pmu_type"], int(f.read()))
+
+    def test_uprobe_multi(self):
+        # The kernel's own symbol for the link (Linux 6.6+), independent of how doctor checks.
+        with open("/proc/kallsyms") as f:
+            has_link = any(line.split()[2:3] == ["bpf_uprobe_multi_link_attach"] for line in f)
+        cap = self.cap("uprobe_multi")
+        self.assertEqual(cap["available"], has_link, cap["detail"])
 
     def test_fentry_explains_itself(self):
         cap = self.cap("fentry")

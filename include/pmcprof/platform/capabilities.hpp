@@ -36,6 +36,7 @@ ProbeResult probe_software_events();      // task-clock opens and counts for thi
 ProbeResult probe_kprobes();              // the kprobe PMU opens a probe on vfs_read
 ProbeResult probe_fentry();               // a fentry/vfs_read BPF program loads and attaches
 ProbeResult probe_uprobes();              // the uprobe PMU counts a call in this binary
+ProbeResult probe_uprobe_multi();         // the kernel makes multi-uprobe links
 ProbeResult probe_syscall_tracepoints();  // syscalls:sys_enter_getppid counts our getppid()s
 ProbeResult probe_cgroup_v2();            // a cgroup2 mount; hybrid or not
 ProbeResult probe_perf_event_paranoid();  // yes = the sysctl exists; detail = what it means

@@ -125,6 +125,9 @@ class FuncObject {
 
   const BpfEventMap& events() const { return events_; }
   ThreadStore thread_store() const { return store_; }
+  // Whether uprobes go through multi-uprobe links (kernel_has_uprobe_multi()): attach_uprobe
+  // and attach_user then make one each, and attach_user_multi attaches a whole binary's.
+  bool uprobe_multi() const { return uprobe_multi_; }
   std::uint32_t calibration_id() const { return static_cast<std::uint32_t>(config_.n_funcs); }
 
   // Attach pairs (entry, exit) for one function; `id` is the entry's cookie (probe_cookie:
@@ -139,6 +142,10 @@ class FuncObject {
   BpfLink attach_user(ProbeRole role, std::uint64_t cookie, const std::string& binary,
                       std::uint64_t offset, std::uint64_t semaphore_offset, bool retprobe,
                       pid_t pid = -1) const;
+  // Every spot of `binary` behind one multi-uprobe link (only if uprobe_multi()).
+  BpfLink attach_user_multi(ProbeRole role, const std::string& binary,
+                            const std::vector<UprobeSpot>& spots, bool retprobe,
+                            pid_t pid = -1) const;
   BpfLink attach_kernel(ProbeRole role, std::uint64_t cookie, const std::string& function,
                         bool retprobe) const;
   BpfLink attach_tracepoint(ProbeRole role, std::uint64_t cookie, const std::string& category,
@@ -195,6 +202,7 @@ class FuncObject {
   BpfEventMap events_;
   FuncObjectConfig config_;
   ThreadStore store_ = ThreadStore::task_storage;
+  bool uprobe_multi_ = false;
   Skeleton<func_bpf, destroy> skel_;
 };
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,17 @@ class FuncAttachments {
  private:
   void attach_site(const FuncObject& object, const AttachPoint& p, const ProbeSite& site,
                    ProbeRole role);
+  // Uprobes wait here to be attached per binary, one multi-uprobe link per program
+  // (FuncObject::uprobe_multi()); a region's starts after everything else.
+  struct UserGroup {
+    bool start = false;  // a region's start (detached first, attached last)
+    ProbeRole role = ProbeRole::entry;
+    bool retprobe = false;
+    std::string binary;
+    auto operator<=>(const UserGroup&) const = default;
+  };
+  void attach_user_groups(const FuncObject& object);
+  std::map<UserGroup, std::vector<UprobeSpot>> pending_;
   std::vector<BpfLink> links_;
   std::vector<std::shared_ptr<void>> twins_;  // fentry twins: after their links
   std::vector<BpfLink> starts_;               // regions' starts: detached first (declared last)
