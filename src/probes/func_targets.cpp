@@ -532,7 +532,10 @@ bool FuncAttachments::attach(const FuncObject& object, std::vector<AttachPoint>&
     for (auto& l : links) links_.push_back(std::move(l));
   };
   for (auto& p : points) {
-    if (!keep_going(p)) return false;
+    if (!keep_going(p)) {
+      pending_.clear();
+      return false;
+    }
     if (p.shape == MeasureShape::probe) {
       attach_site(object, p, *p.begin, ProbeRole::hit);
       continue;
