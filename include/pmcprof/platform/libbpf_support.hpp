@@ -62,7 +62,8 @@ BpfLink create_uprobe_multi_link(int prog_fd, const std::string& binary,
 // Destroys links concurrently and returns when all are gone: detaching a perf-event probe
 // (kprobe, uprobe, tracepoint) waits for an RCU grace period, tens of ms each. (For uprobes
 // on 6.18 the kernel serializes those waits, ~0.1 s each whatever the threads: hence
-// multi-uprobe links, create_uprobe_multi_link.) `owners` (objects whose programs the links run) are released after their links.
+// multi-uprobe links, create_uprobe_multi_link.) `owners` (objects whose programs the links run)
+// are released after their links.
 void destroy_links(std::vector<BpfLink> links, std::vector<std::shared_ptr<void>> owners = {});
 
 // Destroys links on background threads (destroy_links), so a caller that no longer needs them
