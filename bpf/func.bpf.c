@@ -126,7 +126,7 @@ struct thread_state {
   __u32 bad;         /* segments that could not be measured (disturbed, clock went back) */
   __u32 read_errors; /* failed counter reads */
   __u32 seg_invalid; /* no segment to fold: the next reading starts one */
-  __u32 pad;
+  __u32 off_cpu;     /* switched out with a call in flight, and not yet seen switched in */
   __u32 gaps[PMCPROF_MAX_EVENTS]; /* per event: segments it did not run throughout */
   __u32 runs[PMCPROF_MAX_EVENTS]; /* per event: segments it ran in at all */
   __u64 seg_start_ns;
@@ -434,6 +434,16 @@ static __always_inline void absorb_disturbance(struct thread_state *t) {
   t->seg_invalid = 1;
 }
 
+/* A thread running its own entry or exit program is on a CPU: if the hook last saw it switched
+ * out, the hook missed its switch in (its state could not be looked up then), so the running
+ * segment started at that switch-out and would count the time off the CPU: not counted. */
+static __always_inline void absorb_missed_switch_in(struct thread_state *t) {
+  if (!t->off_cpu) return;
+  t->off_cpu = 0;
+  t->bad++;
+  t->seg_invalid = 1;
+}
+
 /* busy brackets every update of a thread's state by an entry or exit program. A switch in
  * between only sets `disturbed`; it is absorbed on both sides of the update, so a segment
  * whose start readings were taken on another CPU is never folded. */
@@ -610,6 +620,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
     return 0;
   }
   acquire(t);
+  absorb_missed_switch_in(t);
   pop_abandoned(t, sp, func_id);
   __u32 depth = t->depth;
   t->depth = depth + 1;
@@ -872,6 +883,7 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
     return 0;
   }
   acquire(t);
+  absorb_missed_switch_in(t);
   /* Readings first, so the probe's own work after them is not charged to the call. */
   __u64 now = bpf_ktime_get_ns();
   __u32 cpu = bpf_get_smp_processor_id();
@@ -1016,6 +1028,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
       t->disturbed = 1; /* preempted inside an entry/exit program */
     } else {
       acquire(t);
+      absorb_missed_switch_in(t); /* switched out twice: the switch in between was missed */
       if (t->cpu != cpu) {
         t->bad++; /* a segment this hook did not start: flag what is in flight */
         t->seg_invalid = 1;
@@ -1027,13 +1040,19 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
       t->switches++;
       release(t);
     }
+    t->off_cpu = 1;
   }
   t = task_state(next);
   if (t && t->depth > 0) {
+    const bool seen_out = t->off_cpu;
+    t->off_cpu = 0;
     if (t->busy) {
       t->disturbed = 1; /* it resumes inside an entry/exit program, which restarts */
     } else {
       acquire(t);
+      /* Switched in but never seen switched out: the time on the CPU since the last reading
+       * is lost with the segment this starts. Not counted. */
+      if (!seen_out) t->bad++;
       if (t->cpu != cpu) t->migrations++;
       struct readings r;
       read_all(&r, cpu);

@@ -167,9 +167,10 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   bpf_program__set_autoload(skel->progs.syscall_entry, config.syscall_programs);
   bpf_program__set_autoload(skel->progs.syscall_exit, config.syscall_programs);
   bpf_program__set_autoload(skel->progs.probe_hit, config.hit_programs);
-  // Uprobes through multi-uprobe links where the kernel makes them: their programs are
-  // loaded for that attach type, beside those for kprobes and perf-event uprobes.
-  obj.uprobe_multi_ = (config.probe_programs || config.hit_programs) && kernel_has_uprobe_multi();
+  // Uprobes through multi-uprobe links (config.uprobe_multi) where the kernel makes them:
+  // their programs are loaded for that attach type, beside those for kprobes.
+  obj.uprobe_multi_ = config.uprobe_multi && (config.probe_programs || config.hit_programs) &&
+                      kernel_has_uprobe_multi();
   for (auto [prog, wanted] : {std::pair{skel->progs.func_entry_multi, config.probe_programs},
                               std::pair{skel->progs.func_exit_multi, config.probe_programs},
                               std::pair{skel->progs.probe_hit_multi, config.hit_programs}}) {

@@ -224,6 +224,12 @@ struct FunctionSession::State {
     c.n_key_args = plan.key_args.size();
     c.max_keys = plan.max_keys;
     c.key_slots = resolved.key_specs.size();
+    // Many user-space points go through multi-uprobe links, a few through perf-event uprobes
+    // (FuncObjectConfig::uprobe_multi).
+    std::size_t user_points = 0;
+    for (const auto& p : points)
+      user_points += p.backend == ProbeBackend::uprobe || p.backend == ProbeBackend::usdt;
+    c.uprobe_multi = user_points > kUprobeMultiFrom;
     // Every run with a region calibrates one (usdt), so the programs of both ends load.
     for (const auto& p : points) {
       const bool region = p.shape == MeasureShape::region;

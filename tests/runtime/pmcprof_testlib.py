@@ -503,6 +503,21 @@ def assert_within(tc, actual, expected, rel, what, abs_tol=0.0):
                        f"{what}: {actual} vs {expected} (allowed +-{bound:.4g})")
 
 
+def counted_share(tc, row, what=""):
+    """The share of ROW's calls that were counted, after checking the rest are rare.
+
+    A call is "not counted" when pmcprof cannot vouch for its numbers; one cause is outside its
+    control: the scheduler hook now and then does not see a thread switched back in (seen on
+    6.18 idle about once in a thousand calls of threads that sleep or are preempted; the gap
+    would have counted 2-28 ms off the CPU as on it), and the call is flagged instead. At most
+    1 + 2 % of the calls may be; the caller scales what the program measured by the share."""
+    calls, nc = row["calls"], row["not_counted"]
+    if nc:
+        log(f"{what}: {nc} of {calls} calls not counted")
+    tc.assertLessEqual(nc, 1 + calls // 50, f"{what}: not counted {nc} of {calls}")
+    return (calls - nc) / calls if calls else 1.0
+
+
 def assert_inside_cpu_time(tc, total, truth, what, rel=0.03, abs_tol=0.0):
     """TOTAL: pmcprof's task-clock sum over the calls a func_workload run timed itself (TRUTH, its
     JSON line). This VM's CPUs are shared: while the hypervisor runs something else the thread
@@ -514,8 +529,12 @@ def assert_inside_cpu_time(tc, total, truth, what, rel=0.03, abs_tol=0.0):
       spans (pmcprof's spans are longer by the probes' own cost);
     - TOTAL within REL (+ ABS_TOL) of inside_cpu_ns plus the steal the program measured (its
       two clocks' difference), so a run with no steal is held to REL of the CPU time itself.
-    (sdt_workload's regions print both figures too.)"""
-    cpu, clock = truth["inside_cpu_ns"], truth.get("inside_task_clock_ns")
+    (sdt_workload's regions print both figures too.) With truth["counted_share"] (counted_share()):
+    the program's figures scaled to the calls pmcprof counted.)"""
+    share = truth.get("counted_share", 1.0)
+    cpu, clock = truth["inside_cpu_ns"] * share, truth.get("inside_task_clock_ns")
+    if clock is not None:
+        clock *= share
     if clock is None:
         log(f"{what}: the workload could not open a task-clock counter on itself; "
             f"task-clock/inside_cpu = {total / cpu:.4f}")

@@ -10,16 +10,17 @@ kernel report alike (and equal between them):
 - every counted call has a value (no multiplexing of software events, no zero wall time):
   per_call.calls == calls - not_counted, unmeasured == zero_divisor == 0;
 - burn_cpu: p50 >= 0.8 and max <= 1.01 (on-CPU time is part of the wall time); burn_and_sleep:
-  p50 and p99 below 0.5 and above 0.05 (1 ms on a CPU in at least 5 ms);
+  p50 below 0.5 and above 0.05 (1 ms on a CPU in at least 5 ms; the median call, as steal can stall any one);
 - the ratio of totals is task-clock's total over the wall time's total (both over every call);
 - the per-call mean lies within [min, max] and p50 <= p90 <= p99.
-And: text shows the metric block with "(N of N calls)"; CSV has a metric:CPUs_utilized row per
+And: text shows the metric block with "(M of M calls)"; CSV has a metric:CPUs_utilized row per
 function with the report's column count; -M IPC on a machine without cycles is "not-computed"
 with the reason, never 0 (on one with a PMU: a value); -M with an unknown name is a usage
 error (exit 129) whose hint names close names.
 
 Usage: test_func_metrics.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
+import re
 import sys
 import unittest
 
@@ -55,6 +56,7 @@ class FuncMetricsTest(unittest.TestCase):
                       f"{m['of_totals']:.4f}, per call mean {pc['mean']:.4f} p50 {pc['p50']:.4f} "
                       f"p99 {pc['p99']:.4f} min {pc['min']:.4f} max {pc['max']:.4f}")
                 self.assertEqual(row["calls"], N)
+                t.counted_share(self, row, f"[{view}] {f}")
                 self.assertEqual((m["status"], m["requested"]), ("ok", False))
                 self.assertEqual(m["events"], {"task-clock": "task-clock",
                                                "duration_time": "wall time"})
@@ -74,9 +76,10 @@ class FuncMetricsTest(unittest.TestCase):
                     self.assertGreaterEqual(pc["p50"], 0.8, "a call that never sleeps")
                     self.assertLessEqual(pc["max"], 1.01, "on-CPU time within the wall time")
                 else:
-                    for k in ("p50", "p99"):
-                        self.assertLess(pc[k], 0.5, f"{k}: 1 ms on a CPU, 4 ms asleep")
-                        self.assertGreater(pc[k], 0.05, k)
+                    # The median call: one the hypervisor stalled (steal: on-CPU by the
+                    # kernel's clock, not by the thread's CPU time) may read far more.
+                    self.assertLess(pc["p50"], 0.5, "p50: 1 ms on a CPU, 4 ms asleep")
+                    self.assertGreater(pc["p50"], 0.05, "p50")
         for f in self.funcs:
             self.assertEqual(t.func_row(views["stream"], f)["metrics"],
                              t.func_row(views["kernel"], f)["metrics"],
@@ -89,7 +92,12 @@ class FuncMetricsTest(unittest.TestCase):
         t.log("\n".join(lines))
         self.assertEqual(len(lines), 2, s.text)
         for l in lines:
-            self.assertIn(f"CPUs utilized ({N} of {N} calls)", l)
+            # "(M of M calls)": every counted call has the metric (M: N less the rare calls not
+            # counted, testlib counted_share).
+            m = re.search(r"CPUs utilized \((\d+) of (\d+) calls\)", l)
+            self.assertTrue(m, l)
+            self.assertEqual(m.group(1), m.group(2), l)
+            self.assertGreaterEqual(int(m.group(1)), N - 1 - N // 50, l)
         self.assertEqual(sum(l.strip().startswith("metric ") for l in s.text.splitlines()), 2)
         c = t.stat(["-x,", "-e", "task-clock", *self.func_args()], command=self.cmd, fmt="csv")
         self.assertEqual(c.returncode, 0, c.stderr)

@@ -53,6 +53,10 @@ struct CallMetricOperands {
   bool operator==(const CallMetricOperands&) const = default;
 };
 
+// Runs with more user-space points (functions, regions, probes) than this attach them through
+// multi-uprobe links (FuncObjectConfig::uprobe_multi).
+inline constexpr std::size_t kUprobeMultiFrom = 4;
+
 // How the function-mode BPF object is configured (rodata) and sized (max_entries) before
 // load. Only the maps a run needs are created, each sized to the run.
 struct FuncObjectConfig {
@@ -75,8 +79,14 @@ struct FuncObjectConfig {
   std::size_t n_key_args = 0;
   std::size_t max_keys = 64;
   std::size_t key_slots = 0;
-  bool count_entries = false;           // regions: starts and matched ends counted
-  bool compensate = true;               // subtract the calibrated probe bias from every call
+  bool count_entries = false;  // regions: starts and matched ends counted
+  bool compensate = true;      // subtract the calibrated probe bias from every call
+  // Uprobes through multi-uprobe links where the kernel makes them: one link per binary and
+  // program, attached and detached at once (a perf-event uprobe takes ~0.1 s to detach, 64
+  // functions 14 s). The kernel runs their programs preemptible, though (perf-event uprobe
+  // programs run with preemption off), and a call whose entry or exit program is preempted is
+  // not counted: runs with up to kUprobeMultiFrom user points keep perf-event uprobes.
+  bool uprobe_multi = false;
   bool probe_programs = false;          // func_entry/func_exit: kprobes and uprobes
   bool syscall_programs = false;        // syscall_entry/syscall_exit: any tracepoint
   bool hit_programs = false;            // probe_hit: single USDT probes, uprobes, kprobes
