@@ -461,7 +461,9 @@ ProbeResult probe_uprobe_multi() {
         "no multi-uprobe links (BPF_TRACE_UPROBE_MULTI, Linux 6.6+): each uprobe is a link of "
         "its own and detaching one waits for an RCU grace period, so runs with many user "
         "functions take longer to end");
-  return yes("BPF_TRACE_UPROBE_MULTI links: the uprobes of one binary attach and detach at once");
+  return yes(
+      "BPF_TRACE_UPROBE_MULTI links: with more than 4 user points, the uprobes of one binary "
+      "attach and detach at once");
 }
 
 ProbeResult probe_syscall_tracepoints() {

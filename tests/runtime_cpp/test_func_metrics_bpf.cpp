@@ -14,9 +14,11 @@
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/events/event_resolver.hpp"
 #include "pmcprof/platform/system.hpp"
+#include "pmcprof/platform/tracefs.hpp"
 #include "pmcprof/probes/func_object.hpp"
 #include "pmcprof/stream/func_stats.hpp"
 #include "pmcprof/stream/record_stream.hpp"
+#include "pmcprof/util/error.hpp"
 
 using namespace pmcprof;
 
@@ -40,6 +42,13 @@ void child_calls(int n) {
 
 TEST(FuncMetricsBpf, EightPerCallMetricsInTheKernelEqualTheStream) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to load BPF and open system-wide counters";
+  // The syscall tracepoints need tracefs mounted, as pmcprof mounts it (a fresh machine may
+  // not have it yet).
+  try {
+    ensure_tracefs_mounted();
+  } catch (const UserError& e) {
+    GTEST_SKIP() << "no tracefs for the syscall tracepoints: " << e.what();
+  }
   PfmLibrary pfm;
   EventResolver resolver(pfm);
   auto groups = resolver.resolve(parse_event_list("task-clock,page-faults,context-switches"));
