@@ -117,6 +117,24 @@ def tidy_key(entry, path, version, config):
     return h.hexdigest()
 
 
+PCH_FLAGS = re.compile(r"\s(?:-include\s+\S*cmake_pch\.hxx|-Winvalid-pch)(?=\s)")
+
+
+def without_gcc_pch(entries, build):
+    """The directory of a compilation database for clang-tidy: BUILD's, or, when targets use
+    precompiled headers, a copy without them (clang would take gcc's cmake_pch.hxx.gch for a
+    clang PCH and stop; every source includes what it uses anyway)."""
+    if not any("cmake_pch" in e.get("command", "") for e in entries):
+        return build
+    out = os.path.join(build, "lint-cache", "tidy-db")
+    os.makedirs(out, exist_ok=True)
+    cleaned = [{**e, "command": PCH_FLAGS.sub("", e["command"])} if "command" in e else e
+               for e in entries if not e["file"].endswith("cmake_pch.hxx.cxx")]
+    with open(os.path.join(out, "compile_commands.json"), "w") as f:
+        json.dump(cleaned, f, indent=1)
+    return out
+
+
 def check_tidy(source, build):
     clang_tidy = tool("clang-tidy")
     runner = shutil.which(f"run-clang-tidy-{TOOL_MAJOR}") or shutil.which("run-clang-tidy")
@@ -139,6 +157,7 @@ def check_tidy(source, build):
     if not by_file:
         print(f"FAIL: no C++ file of {', '.join(TIDY_DIRS)} in {db}")
         return 1
+    db_dir = without_gcc_pch(entries, build)
     version = subprocess.run([clang_tidy, "--version"], capture_output=True, text=True).stdout
     with open(os.path.join(source, ".clang-tidy"), "rb") as f:
         config = f.read().decode()
@@ -152,7 +171,7 @@ def check_tidy(source, build):
     r = None
     if todo:
         # run-clang-tidy takes regexes: each file's path, anchored.
-        r = subprocess.run([runner, "-clang-tidy-binary", clang_tidy, "-p", build, "-j", jobs,
+        r = subprocess.run([runner, "-clang-tidy-binary", clang_tidy, "-p", db_dir, "-j", jobs,
                             "-quiet", *("^" + re.escape(f) + "$" for f in todo)],
                            capture_output=True, text=True, cwd=source)
     elapsed = time.monotonic() - t0
