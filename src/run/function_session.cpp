@@ -433,55 +433,65 @@ struct FunctionSession::State {
       const FuncProbeStats& fs = fstats[p.func_id];
       kernel_lost += fs.lost;
       const std::size_t first = r.functions.size();
-      const std::string backend = p.backend_text();
-      for (const auto& [key, s] : stats) {
-        if (key.func_id != p.func_id) continue;
-        std::optional<std::uint64_t> cgroup_id;
-        std::string value = by_value(key, cgroup_id);
-        r.functions.push_back(make_func_row(p.label, backend, value, s, 0, infos, metrics.infos));
-        FuncRow& row = r.functions.back();
-        row.cgroup_id = cgroup_id;
-        row.other = key.other;
-        if (plan.by == Breakdown::args && !key.other) row.args = key_values(key.text);
-      }
-      // The "other" row of --by argN after the keys it did not fit in.
-      std::stable_partition(r.functions.begin() + static_cast<std::ptrdiff_t>(first),
-                            r.functions.end(), [](const FuncRow& f) { return !f.other; });
-      if (r.functions.size() == first)
-        r.functions.push_back(make_func_row(p.label, backend, "",
-                                            FuncStats(object.events().size(), metrics.per_call), 0,
-                                            infos, metrics.infos));
-      for (std::size_t i = first; i < r.functions.size(); ++i) {
-        r.functions[i].kind = to_string(p.shape);
-        // A single probe's hit is a call of zero length: no metric of it means anything.
-        if (p.shape == MeasureShape::probe) r.functions[i].metrics.clear();
-      }
-      // What happened to the function's calls outside the sums: on its first row.
-      FuncRow& row = r.functions[first];
-      // A function's lost records cannot be attributed to a --by key: the report's lost.
-      row.lost = stream_view && plan.by == Breakdown::none ? fs.lost : 0;
-      row.depth_overflow = fs.depth_overflow;
-      row.unmatched_exits = fs.unmatched_exit;
-      row.abandoned = fs.abandoned;
-      row.reentered = fs.reentered;
-      row.state_failed = fs.state_failed;
-      row.not_aggregated = stream_view ? 0 : fs.agg_collisions + fs.agg_full;
-      // A region's starts that found no end: still open at the end of the run, or left by a
-      // thread that went on without ending them (an error path past the end probe).
-      if (p.shape == MeasureShape::region)
-        row.open = fs.entered - std::min(fs.entered, fs.ended + fs.abandoned);
-      if (!p.fallback_why.empty()) row.backend_note = "fentry refused: " + p.fallback_why;
-      if (python_entry_missing(p, fs))
-        row.backend_note =
-            "python:function__entry fired " + std::to_string(fs.entered) + " times, " +
-            std::to_string(fs.unmatched_exit) +
-            " function__return without it: CPython 3.11 fires function__entry only while a "
-            "profile or trace function is set (CPython issue 98894); run the program under "
-            "one (python3 -m cProfile -o /dev/null SCRIPT, or sys.setprofile)";
+      add_rows(r.functions, p, stats);
+      annotate(r.functions[first], p, fs, stream_view);
     }
     r.lost = stream_view ? std::max(lost_total, kernel_lost) : 0;
     r.partial = r.lost > 0;
     return r;
+  }
+
+  // One row per key of point P (the "other" row of --by argN after the keys it did not fit
+  // in), or one empty row when it was never called.
+  void add_rows(std::vector<FuncRow>& rows, const AttachPoint& p, const KeyedStats& stats) {
+    const std::size_t first = rows.size();
+    const std::string backend = p.backend_text();
+    for (const auto& [key, s] : stats) {
+      if (key.func_id != p.func_id) continue;
+      std::optional<std::uint64_t> cgroup_id;
+      std::string value = by_value(key, cgroup_id);
+      rows.push_back(make_func_row(p.label, backend, value, s, 0, infos, metrics.infos));
+      FuncRow& row = rows.back();
+      row.cgroup_id = cgroup_id;
+      row.other = key.other;
+      if (plan.by == Breakdown::args && !key.other) row.args = key_values(key.text);
+    }
+    std::stable_partition(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end(),
+                          [](const FuncRow& f) { return !f.other; });
+    if (rows.size() == first)
+      rows.push_back(make_func_row(p.label, backend, "",
+                                   FuncStats(object.events().size(), metrics.per_call), 0, infos,
+                                   metrics.infos));
+    for (std::size_t i = first; i < rows.size(); ++i) {
+      rows[i].kind = to_string(p.shape);
+      // A single probe's hit is a call of zero length: no metric of it means anything.
+      if (p.shape == MeasureShape::probe) rows[i].metrics.clear();
+    }
+  }
+
+  // What happened to the point's calls outside the sums, on its first row.
+  void annotate(FuncRow& row, const AttachPoint& p, const FuncProbeStats& fs,
+                bool stream_view) const {
+    // A function's lost records cannot be attributed to a --by key: the report's lost.
+    row.lost = stream_view && plan.by == Breakdown::none ? fs.lost : 0;
+    row.depth_overflow = fs.depth_overflow;
+    row.unmatched_exits = fs.unmatched_exit;
+    row.abandoned = fs.abandoned;
+    row.reentered = fs.reentered;
+    row.state_failed = fs.state_failed;
+    row.not_aggregated = stream_view ? 0 : fs.agg_collisions + fs.agg_full;
+    // A region's starts that found no end: still open at the end of the run, or left by a
+    // thread that went on without ending them (an error path past the end probe).
+    if (p.shape == MeasureShape::region)
+      row.open = fs.entered - std::min(fs.entered, fs.ended + fs.abandoned);
+    if (!p.fallback_why.empty()) row.backend_note = "fentry refused: " + p.fallback_why;
+    if (python_entry_missing(p, fs))
+      row.backend_note =
+          "python:function__entry fired " + std::to_string(fs.entered) + " times, " +
+          std::to_string(fs.unmatched_exit) +
+          " function__return without it: CPython 3.11 fires function__entry only while a "
+          "profile or trace function is set (CPython issue 98894); run the program under "
+          "one (python3 -m cProfile -o /dev/null SCRIPT, or sys.setprofile)";
   }
 
   FunctionReport stream_view(const std::vector<FuncProbeStats>& fstats) {

@@ -129,6 +129,19 @@ class Parser {
       fail("basic_auth_users." + user + ": libcrypt does not accept this bcrypt hash", &node);
   }
 
+  ClientAuth client_auth(const std::string& auth, const YAML::Node& node) const {
+    if (auth.empty() || auth == "NoClientCert") return ClientAuth::no_client_cert;
+    if (auth == "RequestClientCert") return ClientAuth::request_client_cert;
+    if (auth == "RequireAnyClientCert" || auth == "RequireClientCert")
+      return ClientAuth::require_any_client_cert;
+    if (auth == "VerifyClientCertIfGiven") return ClientAuth::verify_client_cert_if_given;
+    if (auth == "RequireAndVerifyClientCert") return ClientAuth::require_and_verify_client_cert;
+    fail("tls_server_config.client_auth_type '" + auth +
+             "' is not one of NoClientCert, RequestClientCert, RequireAnyClientCert, "
+             "VerifyClientCertIfGiven, RequireAndVerifyClientCert",
+         &node);
+  }
+
   std::optional<TlsServerConfig> parse_tls(const YAML::Node& node) const {
     if (!node.IsMap()) fail("tls_server_config must be a mapping", &node);
     const std::string not_here = "pmcprof's TLS (GnuTLS) uses its own NORMAL priorities";
@@ -152,21 +165,7 @@ class Parser {
       return std::nullopt;  // the toolkit's rule: nothing about TLS given, plain HTTP
     if (tls.cert_file.empty()) fail("tls_server_config: missing cert_file", &node);
     if (tls.key_file.empty()) fail("tls_server_config: missing key_file", &node);
-    if (auth.empty() || auth == "NoClientCert")
-      tls.client_auth = ClientAuth::no_client_cert;
-    else if (auth == "RequestClientCert")
-      tls.client_auth = ClientAuth::request_client_cert;
-    else if (auth == "RequireAnyClientCert" || auth == "RequireClientCert")
-      tls.client_auth = ClientAuth::require_any_client_cert;
-    else if (auth == "VerifyClientCertIfGiven")
-      tls.client_auth = ClientAuth::verify_client_cert_if_given;
-    else if (auth == "RequireAndVerifyClientCert")
-      tls.client_auth = ClientAuth::require_and_verify_client_cert;
-    else
-      fail("tls_server_config.client_auth_type '" + auth +
-               "' is not one of NoClientCert, RequestClientCert, RequireAnyClientCert, "
-               "VerifyClientCertIfGiven, RequireAndVerifyClientCert",
-           &node);
+    tls.client_auth = client_auth(auth, node);
     const bool verifies = tls.client_auth == ClientAuth::verify_client_cert_if_given ||
                           tls.client_auth == ClientAuth::require_and_verify_client_cert;
     if (verifies && tls.client_ca_file.empty())

@@ -116,6 +116,33 @@ namespace {
   _exit(0);
 }
 
+// The command's side of the fork: its own group (unless a terminal's foreground job), default
+// SIGPIPE/SIGTTOU, the command's signal mask, killed with pmcprof; then it waits for the go
+// byte (EOF means the parent gave up) and execs, or writes errno to the error pipe.
+[[noreturn]] void exec_when_told(Fd& go_read, Fd& go_write, Fd& err_read, Fd& err_write,
+                                 bool own_group, const sigset_t& child_sigmask, char** args) {
+  if (own_group) setpgid(0, 0);
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGTTOU, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &child_sigmask, nullptr);
+  // If pmcprof dies (even by SIGKILL) its workload dies with it: SIGKILL cannot be ignored.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The parent's end of the go pipe is its alone: EOF means pmcprof died (before or after
+  // the parent-death signal was set). No getppid() here: a --func syscall:getppid run
+  // already follows this child and would count the call.
+  go_write.reset();
+  err_read.reset();
+  char c;
+  ssize_t n;
+  do n = ::read(go_read.get(), &c, 1);
+  while (n < 0 && errno == EINTR);
+  if (n != 1) _exit(kExitFailure);
+  execvp(args[0], args);
+  int e = errno;
+  (void)!::write(err_write.get(), &e, sizeof(e));
+  _exit(e == ENOENT ? kExitNotFound : kExitNotExecutable);
+}
+
 }  // namespace
 
 int shell_status(int wait_status) {
@@ -146,44 +173,14 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
 
   pid_t pid = fork();
   if (pid < 0) throw SystemError("fork: " + errno_string(errno));
-  if (pid == 0) {
-    // Child: wait for the go byte (EOF means the parent gave up), then exec.
-    if (own_group) setpgid(0, 0);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTTOU, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &child_sigmask, nullptr);
-    // If pmcprof dies (even by SIGKILL) its workload dies with it: SIGKILL cannot be ignored.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // The parent's end of the go pipe is its alone: EOF means pmcprof died (before or after
-    // the parent-death signal was set). No getppid() here: a --func syscall:getppid run
-    // already follows this child and would count the call.
-    go_write.reset();
-    err_read.reset();
-    char c;
-    ssize_t n;
-    do n = ::read(go_read.get(), &c, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1) _exit(kExitFailure);
-    execvp(args[0], args.data());
-    int e = errno;
-    (void)!::write(err_write.get(), &e, sizeof(e));
-    _exit(e == ENOENT ? kExitNotFound : kExitNotExecutable);
-  }
+  if (pid == 0)
+    exec_when_told(go_read, go_write, err_read, err_write, own_group, child_sigmask, args.data());
   Workload w;
   w.pid_ = pid;
   w.own_group_ = own_group;
   if (own_group) {
     setpgid(pid, pid);  // as the child does: whichever runs first, the group exists
-    int guard[2];
-    if (pipe2(guard, O_CLOEXEC) == 0) {
-      Fd guard_read(guard[0]), guard_write(guard[1]);
-      const pid_t g = fork();
-      if (g == 0) run_guard(guard_read.get(), pid);
-      if (g > 0) {
-        w.guard_pid_ = g;
-        w.guard_pipe_ = std::move(guard_write);
-      }
-    }
+    w.start_guard();
   }
   w.go_pipe_ = std::move(go_write);
   w.err_pipe_ = std::move(err_read);
@@ -191,6 +188,18 @@ Workload Workload::prepare(const std::vector<std::string>& argv, const sigset_t&
   w.program_ = argv[0];
   w.pidfd_ = open_pidfd(pid);
   return w;
+}
+
+void Workload::start_guard() {
+  int guard[2];
+  if (pipe2(guard, O_CLOEXEC) != 0) return;  // no guard: PR_SET_PDEATHSIG still ends the command
+  Fd guard_read(guard[0]), guard_write(guard[1]);
+  const pid_t g = fork();
+  if (g == 0) run_guard(guard_read.get(), pid_);
+  if (g > 0) {
+    guard_pid_ = g;
+    guard_pipe_ = std::move(guard_write);
+  }
 }
 
 Workload::Workload(Workload&& o) noexcept

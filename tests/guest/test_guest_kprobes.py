@@ -59,6 +59,7 @@ EXIT_SKIP = 77
 N_SEND = 200
 RECV_MSGS, RECV_DELAY_MS = 4, 300
 PREEMPTED_CALLS = 20000
+FALLBACK_FUNC = "do_mmap"  # 8 arguments: the 6.1 x86 fentry trampoline refuses it (ENOTSUPP)
 EVENTS = "task-clock"  # one event: the verifier (emulated) dominates each run's time
 PMCPROF_PROGS = {"func_entry", "func_exit", "func_fentry", "func_fexit", "on_switch", "on_fork",
                  "on_task_exit", "syscall_entry", "syscall_exit", "read_counters",
@@ -594,6 +595,8 @@ def phase3(tmp):
         black = Run("blacklisted", pmcprof_argv("stat", "-e", EVENTS, "--func", bad,
                                                 "--", "true"))
     doctor = Run("doctor", pmcprof_argv("doctor", "--json"))
+    fallback = func_stat("fallback", FALLBACK_FUNC, ["true"], backend="auto", extra=["-v"],
+                         tmp=tmp)
     clean_error(unknown, "unknown function", [r"pmcprof_no_such_function", r"unknown"])
     if black:
         clean_error(black, f"blacklisted function {bad}", [re.escape(bad), r"blacklist|cannot"])
@@ -611,10 +614,37 @@ def phase3(tmp):
         log(f"  doctor: {name} available={c.get('available')} ({c.get('detail')})")
         F.check(c.get("available") is want, f"doctor: {name} {'yes' if want else 'no'}",
                 f"{c}")
+    check_fallback(fallback)
     finish_signal_run(sigkill, "kprobe", signal.SIGKILL)
     phase4(preempted)
     log(f"  phases 3 and 4 took {time.monotonic() - t:.1f} s in the emulator")
     check_no_leftovers("SIGKILL (kprobe), error exits, doctor and the preempted uprobe run")
+
+
+def check_fallback(run):
+    """--backend auto on a function whose fentry attach the kernel refuses (6.1's x86
+    trampoline takes at most 6 arguments; do_mmap has 8) falls back to a kprobe for that
+    function alone, and says so with -v and in the report."""
+    if not check_exit_ok(run, 400):
+        return
+    said = [l.strip() for l in run.stderr_lines if "fentry refused" in l]
+    log(f"  fallback: -v says {said}")
+    F.check(bool(said), f"fallback: -v says fentry was refused for {FALLBACK_FUNC}",
+            run.stderr[-400:])
+    reps = run.reports()
+    row = only_function(reps[0], FALLBACK_FUNC) if len(reps) == 1 else None
+    if not F.check(row is not None, f"fallback: one report with one {FALLBACK_FUNC} row",
+                   json.dumps(reps)[:300]):
+        return
+    log(f"  fallback: backend {row.get('backend')}, calls {row.get('calls')}, "
+        f"note {row.get('backend_note')!r}")
+    F.check(row.get("backend") == "kprobe", "fallback: the report's backend is kprobe",
+            f"{row.get('backend')}")
+    F.check("fentry refused" in (row.get("backend_note") or ""),
+            "fallback: the report's backend note says fentry was refused",
+            f"{row.get('backend_note')!r}")
+    F.check((row.get("calls") or 0) > 0, f"fallback: {FALLBACK_FUNC} calls counted by the kprobe",
+            f"{row.get('calls')}")
 
 
 def preempt_model():

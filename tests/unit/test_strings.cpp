@@ -1,9 +1,18 @@
 // util/strings.hpp: the small helpers the parsers and suggestions are built on.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
+#include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
 using namespace pmcprof;
+
+TEST(Strings, ErrnoTextIncludesTheKernelsEnotsupp) {
+  EXPECT_EQ(errno_string(ENOENT), "No such file or directory");
+  // 524: what a refused fentry attach returns; libc would say "Unknown error 524".
+  EXPECT_EQ(errno_string(524), "not supported by this kernel for it (ENOTSUPP, errno 524)");
+}
 
 TEST(Strings, SplitKeepsEmptyFields) {
   EXPECT_EQ(split("a,b,c", ','), (std::vector<std::string>{"a", "b", "c"}));

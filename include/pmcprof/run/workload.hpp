@@ -88,6 +88,8 @@ class Workload {
   void signal_group(int sig) const;
   bool group_gone() const;
   void release_guard();
+  // The guard process of an own-group command (run_guard in workload.cpp).
+  void start_guard();
   pid_t pid_ = -1;
   bool own_group_ = false;
   pid_t guard_pid_ = -1;
