@@ -234,8 +234,9 @@ std::optional<MappedLocation> locate_self_function(std::uint64_t address) {
 
 std::string errno_name(int err) {
   const char* name = strerrorname_np(err);
-  std::string out = name ? name : "errno " + std::to_string(err);
-  return out + " (" + std::strerror(err) + ")";
+  // 524, the kernel's ENOTSUPP, has no libc name: errno_string says what it is.
+  if (!name) return errno_string(err);
+  return std::string(name) + " (" + std::strerror(err) + ")";
 }
 
 std::string describe_perf_event_paranoid(int level) {

@@ -229,7 +229,7 @@ struct FunctionSession::State {
     std::size_t user_points = 0;
     for (const auto& p : points)
       user_points += p.backend == ProbeBackend::uprobe || p.backend == ProbeBackend::usdt;
-    c.uprobe_multi = user_points > kUprobeMultiFrom;
+    c.uprobe_multi = user_points > kUprobeMultiAbove;
     // Every run with a region calibrates one (usdt), so the programs of both ends load.
     for (const auto& p : points) {
       const bool region = p.shape == MeasureShape::region;

@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -288,30 +289,40 @@ class AttachInterruptible(unittest.TestCase):
                 args += ["--func", f"libc:{n}"]
             proc = subprocess.Popen([t.pmcprof(), *args], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True)
+            # pmcprof stat -a runs until stopped: a pmcprof that ignored the signal (or hung
+            # before attaching) is killed after 60 s, and the test fails saying so.
+            watchdog = threading.Timer(60, proc.kill)
+            watchdog.start()
             try:
                 wait_before_signal(proc)
                 t0 = time.monotonic()
                 proc.send_signal(signal.SIGINT)
-                err = proc.stderr.read()
-                proc.wait(timeout=20)
+                err = proc.communicate()[1]
                 took = time.monotonic() - t0
             finally:
+                watchdog.cancel()
                 t.stop(proc)
+            self.assertNotEqual(proc.returncode, -signal.SIGKILL,
+                                "pmcprof did not end within 60 s (SIGINT ignored?)")
             report = ""
             if os.path.exists(out):
                 with open(out) as f:
                     report = f.read()
-        last = (err.strip().splitlines() or [""])[-1]
-        t.log(f"exit {proc.returncode} after {took:.2f} s: {last!r}")
+        lines = err.strip().splitlines() or [""]
+        last = lines[-1]
+        phase = "while starting or attaching" if proc.returncode == 130 else "while counting"
+        t.log(f"signal landed {phase}: exit {proc.returncode} after {took:.2f} s: {last!r}")
         if proc.returncode == 130:
             self.assertEqual(last,
                              "pmcprof: interrupted by SIGINT while attaching: nothing was counted")
+            # Before it only -v's own lines, one per probe attached.
+            self.assertTrue(all(l.startswith("pmcprof: attaching ") for l in lines[:-1]), err)
             self.assertEqual(report, "")
         else:
             self.assertEqual(proc.returncode, 0, err)
             self.assertEqual(json.loads(report)["interrupted"], True, report[:300])
         self.assertEqual(t.wait_no_pmcprof_orphans(), [])
-        return took
+        return took, proc.returncode
 
     def test_sigint_in_start_up(self):
         """The start-up window: a signal 50 ms in, while the 64 --func targets are still being
@@ -319,7 +330,13 @@ class AttachInterruptible(unittest.TestCase):
         every probe was attached, 14 s later, and a signal in the first milliseconds killed
         pmcprof without a report)."""
         t.log("SIGINT 50 ms into a 64-function start-up:")
-        self.assertLess(self.run_interrupted(lambda proc: time.sleep(0.05)), 2.0)
+        took, status = self.run_interrupted(lambda proc: time.sleep(0.05))
+        self.assertLess(took, 2.0)
+        # 50 ms is well inside start-up here (libpfm4, 64 ELF lookups, the BPF load and its
+        # calibration take ~100 ms); a machine that started faster would make this a second
+        # copy of the attach test, which the log would show.
+        if status != 130:
+            t.log("note: pmcprof had finished starting within 50 ms")
 
     def test_sigint_during_long_attach(self):
         """SIGINT as soon as the first of 64 libc functions is reported attached ends pmcprof
@@ -332,7 +349,7 @@ class AttachInterruptible(unittest.TestCase):
                 line = proc.stderr.readline()
                 self.assertTrue(line, "pmcprof ended before attaching")
         t.log("SIGINT during a 64-function attach:")
-        self.assertLess(self.run_interrupted(first_attach), 2.0)
+        self.assertLess(self.run_interrupted(first_attach)[0], 2.0)
 
 if __name__ == "__main__":
     sys.exit(t.main(requires=("root", "uprobes", "syscall-tracepoints", "cgroup2"), doc=__doc__))

@@ -339,16 +339,19 @@ class Package(unittest.TestCase):
         allowed = expand_syscall_filter(analyze, unit["SystemCallFilter"][0].split())
         self.assertIn("perf_event_open", allowed)
         self.assertGreater(len(allowed), 300)
-        cg = t.TestCgroups("scf").__enter__()
-        self.addCleanup(cg.cleanup)
         modes = {
             "counting": ["-e", "task-clock,context-switches"],
-            # A cgroup of the test's own: a machine without systemd may have none under the
-            # v2 mount.
-            "per cgroup (BPF)": ["-e", "task-clock", "--for-each-cgroup", f"^{cg.make('scf')}$",
-                                 "--cgroup-backend", "bpf"],
             "--func syscall": ["-e", "task-clock", "--func", "syscall:getppid"],
         }
+        # Per cgroup, a cgroup of the test's own (a machine without systemd may have none
+        # under the v2 mount); without a writable cgroup v2, that mode alone is left out.
+        try:
+            cg = t.TestCgroups("scf").__enter__()
+            self.addCleanup(cg.cleanup)
+            modes["per cgroup (BPF)"] = ["-e", "task-clock", "--for-each-cgroup",
+                                         f"^{cg.make('scf')}$", "--cgroup-backend", "bpf"]
+        except t.Skip as e:
+            t.log(f"per cgroup (BPF) mode not run: {e}")
         import tempfile
         import serve_testlib
         tmp = tempfile.mkdtemp(prefix="pmcprof-scf-")

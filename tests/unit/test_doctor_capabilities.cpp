@@ -12,6 +12,7 @@ namespace {
 TEST(DoctorCapabilities, ErrnoNameIsSymbolicAndReadable) {
   EXPECT_EQ(errno_name(EPERM), "EPERM (Operation not permitted)");
   EXPECT_EQ(errno_name(ENOENT), "ENOENT (No such file or directory)");
+  EXPECT_EQ(errno_name(524), "not supported by the kernel here (ENOTSUPP, errno 524)");
 }
 
 TEST(DoctorCapabilities, DescribesEveryParanoidLevel) {

@@ -11,7 +11,7 @@ using namespace pmcprof;
 TEST(Strings, ErrnoTextIncludesTheKernelsEnotsupp) {
   EXPECT_EQ(errno_string(ENOENT), "No such file or directory");
   // 524: what a refused fentry attach returns; libc would say "Unknown error 524".
-  EXPECT_EQ(errno_string(524), "not supported by this kernel for it (ENOTSUPP, errno 524)");
+  EXPECT_EQ(errno_string(524), "not supported by the kernel here (ENOTSUPP, errno 524)");
 }
 
 TEST(Strings, SplitKeepsEmptyFields) {

@@ -55,7 +55,7 @@ struct CallMetricOperands {
 
 // Runs with more user-space points (functions, regions, probes) than this attach them through
 // multi-uprobe links (FuncObjectConfig::uprobe_multi).
-inline constexpr std::size_t kUprobeMultiFrom = 4;
+inline constexpr std::size_t kUprobeMultiAbove = 4;
 
 // How the function-mode BPF object is configured (rodata) and sized (max_entries) before
 // load. Only the maps a run needs are created, each sized to the run.
@@ -85,7 +85,7 @@ struct FuncObjectConfig {
   // program, attached and detached at once (a perf-event uprobe takes ~0.1 s to detach, 64
   // functions 14 s). The kernel runs their programs preemptible, though (perf-event uprobe
   // programs run with preemption off), and a call whose entry or exit program is preempted is
-  // not counted: runs with up to kUprobeMultiFrom user points keep perf-event uprobes.
+  // not counted: runs with up to kUprobeMultiAbove user points keep perf-event uprobes.
   bool uprobe_multi = false;
   bool probe_programs = false;          // func_entry/func_exit: kprobes and uprobes
   bool syscall_programs = false;        // syscall_entry/syscall_exit: any tracepoint
