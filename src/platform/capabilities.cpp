@@ -233,10 +233,10 @@ std::optional<MappedLocation> locate_self_function(std::uint64_t address) {
 // pure helpers
 
 std::string errno_name(int err) {
+  if (err == kKernelEnotsupp) return errno_string(err);  // no libc name: errno_string's text
   const char* name = strerrorname_np(err);
-  // 524, the kernel's ENOTSUPP, has no libc name: errno_string says what it is.
-  if (!name) return errno_string(err);
-  return std::string(name) + " (" + std::strerror(err) + ")";
+  std::string out = name ? name : "errno " + std::to_string(err);
+  return out + " (" + std::strerror(err) + ")";
 }
 
 std::string describe_perf_event_paranoid(int level) {
@@ -462,9 +462,8 @@ ProbeResult probe_uprobe_multi() {
         "no multi-uprobe links (BPF_TRACE_UPROBE_MULTI, Linux 6.6+): each uprobe is a link of "
         "its own and detaching one waits for an RCU grace period, so runs with many user "
         "functions take longer to end");
-  return yes(
-      "BPF_TRACE_UPROBE_MULTI links: with more than 4 user points, the uprobes of one binary "
-      "attach and detach at once");
+  return yes("BPF_TRACE_UPROBE_MULTI links: with more than " + std::to_string(kUprobeMultiAbove) +
+             " user points, the uprobes of one binary attach and detach at once");
 }
 
 ProbeResult probe_syscall_tracepoints() {

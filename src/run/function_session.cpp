@@ -12,6 +12,7 @@
 #include <map>
 
 #include "pmcprof/counters/counter_set.hpp"
+#include "pmcprof/platform/libbpf_support.hpp"
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/probes/func_calibration.hpp"
 #include "pmcprof/probes/func_targets.hpp"
@@ -432,8 +433,7 @@ struct FunctionSession::State {
     for (const auto& p : points) {
       const FuncProbeStats& fs = fstats[p.func_id];
       kernel_lost += fs.lost;
-      const std::size_t first = r.functions.size();
-      add_rows(r.functions, p, stats);
+      const std::size_t first = add_rows(r.functions, p, stats);
       annotate(r.functions[first], p, fs, stream_view);
     }
     r.lost = stream_view ? std::max(lost_total, kernel_lost) : 0;
@@ -442,8 +442,8 @@ struct FunctionSession::State {
   }
 
   // One row per key of point P (the "other" row of --by argN after the keys it did not fit
-  // in), or one empty row when it was never called.
-  void add_rows(std::vector<FuncRow>& rows, const AttachPoint& p, const KeyedStats& stats) {
+  // in), or one empty row when it was never called. Returns the index of its first row.
+  std::size_t add_rows(std::vector<FuncRow>& rows, const AttachPoint& p, const KeyedStats& stats) {
     const std::size_t first = rows.size();
     const std::string backend = p.backend_text();
     for (const auto& [key, s] : stats) {
@@ -467,6 +467,7 @@ struct FunctionSession::State {
       // A single probe's hit is a call of zero length: no metric of it means anything.
       if (p.shape == MeasureShape::probe) rows[i].metrics.clear();
     }
+    return first;
   }
 
   // What happened to the point's calls outside the sums, on its first row.

@@ -11,9 +11,6 @@
 namespace pmcprof {
 
 std::string errno_string(int err) {
-  // The kernel's internal ENOTSUPP (524) reaches user space from BPF attach paths (e.g. a
-  // fentry trampoline for a function with too many arguments); libc has no text for it.
-  constexpr int kKernelEnotsupp = 524;
   if (err == kKernelEnotsupp) return "not supported by the kernel here (ENOTSUPP, errno 524)";
   return std::strerror(err);
 }

@@ -346,8 +346,7 @@ class Package(unittest.TestCase):
         # Per cgroup, a cgroup of the test's own (a machine without systemd may have none
         # under the v2 mount); without a writable cgroup v2, that mode alone is left out.
         try:
-            cg = t.TestCgroups("scf").__enter__()
-            self.addCleanup(cg.cleanup)
+            cg = self.enterContext(t.TestCgroups("scf"))
             modes["per cgroup (BPF)"] = ["-e", "task-clock", "--for-each-cgroup",
                                          f"^{cg.make('scf')}$", "--cgroup-backend", "bpf"]
         except t.Skip as e:

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +48,10 @@ struct UprobeSpot {
 // uprobe links costs an RCU grace period each, serialized in the kernel (~100 ms per probe
 // here): 64 functions took 13 s to detach; one multi link takes one grace period.
 bool kernel_has_uprobe_multi();
+
+// Function-mode runs with more user-space points (functions, regions, probes) than this
+// attach them through multi-uprobe links (FuncObjectConfig::uprobe_multi; doctor says so).
+inline constexpr std::size_t kUprobeMultiAbove = 4;
 
 // The BPF_TRACE_UPROBE_MULTI attach type (a program to be attached so must be loaded with
 // it as expected_attach_type).

@@ -53,10 +53,6 @@ struct CallMetricOperands {
   bool operator==(const CallMetricOperands&) const = default;
 };
 
-// Runs with more user-space points (functions, regions, probes) than this attach them through
-// multi-uprobe links (FuncObjectConfig::uprobe_multi).
-inline constexpr std::size_t kUprobeMultiAbove = 4;
-
 // How the function-mode BPF object is configured (rodata) and sized (max_entries) before
 // load. Only the maps a run needs are created, each sized to the run.
 struct FuncObjectConfig {

@@ -43,6 +43,10 @@ class SystemError : public Error {
       : Error(what, std::move(hint), kExitFailure) {}
 };
 
+// The kernel's internal ENOTSUPP, which BPF attach paths return to user space (e.g. a fentry
+// trampoline for a function with too many arguments); libc has neither name nor text for it.
+inline constexpr int kKernelEnotsupp = 524;
+
 std::string errno_string(int err);
 
 }  // namespace pmcprof
