@@ -262,6 +262,7 @@ const volatile bool compensate = false;
 struct pmcprof_calib_sample calib[PMCPROF_CALIB_CALLS] = {};
 __u32 calib_count = 0;
 __u64 bias[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {};
+__u64 noise[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {}; /* the floor beside each bias */
 
 /* ---- small helpers ---- */
 
@@ -416,7 +417,10 @@ __attribute__((noinline)) int segment_fold(struct thread_state *t, __u32 cpu, __
     __u64 dc = v->counter - t->seg[i].counter;
     __u64 de = v->enabled - t->seg[i].enabled;
     __u64 dr = v->running - t->seg[i].running;
-    if (dr < de) t->gaps[i]++;
+    /* Not running throughout is a gap, and so is not running at all: an event that was not
+     * even enabled (de == 0: its CPU went offline and back, which leaves it off) measured
+     * nothing of the segment, it did not measure 0. */
+    if (dr < de || dr == 0) t->gaps[i]++;
     if (dr > 0) t->runs[i]++;
     t->acc[i] += normalize_delta(dc, de, dr);
     t->seg[i] = *v;
@@ -761,14 +765,14 @@ __attribute__((noinline)) int aggregate(const struct pmcprof_record *rec) {
     goto out;
   }
   pmcprof_agg_add(a, rec, n_events);
-  hist_add(fid, PMCPROF_HIST_WALL, k, rec->wall_ns);
+  hist_add(fid, PMCPROF_HIST_WALL, k, pmcprof_nonneg(rec->wall_ns));
   if (rec->flags & PMCPROF_REC_NOT_COUNTED) goto out;
-  hist_add(fid, PMCPROF_HIST_ONCPU, k, rec->oncpu_ns);
+  hist_add(fid, PMCPROF_HIST_ONCPU, k, pmcprof_nonneg(rec->oncpu_ns));
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     /* A clock event's histogram is the on-CPU histogram: not kept twice. */
     if (clock_events & (1u << i)) continue;
-    if (rec->measured & (1u << i)) hist_add(fid, event_hist[i], k, rec->delta[i]);
+    if (rec->measured & (1u << i)) hist_add(fid, event_hist[i], k, pmcprof_nonneg(rec->delta[i]));
   }
   for (__u32 m = 0; m < PMCPROF_MAX_METRICS; m++) {
     if (m >= n_metrics) break;
@@ -799,18 +803,21 @@ __attribute__((noinline)) __u32 find_frame(struct thread_state *t, __u32 func_id
   return 0;
 }
 
-/* Takes frame j off the stack once its call is recorded. The frames above it: a call whose
- * return never came (longjmp out of it, an exception, a missed uretprobe) is abandoned; a
- * region still open stays (regions overlap calls and each other) and moves down. */
+/* Takes frame j off the stack once its call is recorded. The frames above it: when j is a
+ * call, a call above whose return never came (longjmp out of it, an exception, a missed
+ * uretprobe) is abandoned; a region still open stays (regions overlap calls and each other)
+ * and moves down. When j is a region, its end ran inside whatever is above it: those calls
+ * are live and all of them move down. */
 __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 j, __u32 depth) {
   if (!t) return 0;
+  const __u32 ended_region = t->frames[frame_index(j)].region;
   __u32 w = j;
   for (__u32 s = 0; s < PMCPROF_MAX_DEPTH; s++) {
     __u32 i = j + 1 + s;
     if (i >= depth || i >= PMCPROF_MAX_DEPTH) break;
     /* Indexes masked after a barrier: the verifier sees the bound at each use. */
     __u32 from = frame_index(i), to = frame_index(w);
-    if (t->frames[from].region) {
+    if (ended_region || t->frames[from].region) {
       if (to != from) t->frames[to] = t->frames[from];
       w++;
     } else {
@@ -821,10 +828,9 @@ __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 j, __u3
   return 0;
 }
 
-static __always_inline __u64 minus_bias(__u64 v, __u64 b) { return v > b ? v - b : 0; }
-
 /* The call's per-event deltas, and which events ran through it (measured) or in part, less
- * the probe's own bias when compensating. */
+ * the probe's own bias when compensating: then signed (two's complement), never clamped, so
+ * sums are not pushed up (a value below the floor is flagged instead). */
 __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const struct frame *f,
                                           struct pmcprof_record *rec) {
   if (!t || !f || !rec) return 0;
@@ -832,19 +838,28 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   if (fid > PMCPROF_MAX_FUNCS) return 0;
   const bool comp = compensate && fid != calibration_id;
   if (comp) {
-    rec->wall_ns = minus_bias(rec->wall_ns, bias[fid][PMCPROF_BIAS_WALL]);
-    rec->oncpu_ns = minus_bias(rec->oncpu_ns, bias[fid][PMCPROF_BIAS_ONCPU]);
+    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL];
+    if ((__s64)rec->wall_ns < (__s64)noise[fid][PMCPROF_BIAS_WALL])
+      rec->flags |= PMCPROF_REC_WALL_UNDER_FLOOR;
+    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU];
+    if ((__s64)rec->oncpu_ns < (__s64)noise[fid][PMCPROF_BIAS_ONCPU])
+      rec->flags |= PMCPROF_REC_ONCPU_UNDER_FLOOR;
   }
   /* The masks are built in the record (volatile: read back from memory each time), not in
    * registers: a register's exact value per path would keep the verifier from merging paths
    * (2^16 of them with 8 events). */
-  volatile __u8 *measured = &rec->measured, *ran = &rec->ran;
+  volatile __u8 *measured = &rec->measured, *ran = &rec->ran, *under = &rec->under_floor;
   *measured = 0;
   *ran = 0;
+  *under = 0;
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     __u64 d = t->acc[i] - f->v_start[i];
-    rec->delta[i] = comp ? minus_bias(d, bias[fid][i]) : d;
+    if (comp) {
+      d -= bias[fid][i];
+      if ((__s64)d < (__s64)noise[fid][i]) *under |= 1u << i;
+    }
+    rec->delta[i] = d;
     if (t->gaps[i] == f->gaps[i]) *measured |= 1u << i;
     if (t->runs[i] != f->runs[i]) *ran |= 1u << i;
   }
@@ -1073,6 +1088,37 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   __u8 one = 1;
   if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY) != 0)
     __sync_fetch_and_add(&untracked, 1);
+  return 0;
+}
+
+/* A user-space frame (a uprobe's call, a region) cannot outlive its program image. */
+static __always_inline bool user_frame(const struct frame *f) {
+  return f->region || (f->sp != 0 && !(f->sp >> 63));
+}
+
+/* At exec the old image's calls and regions are gone without a return: abandoned, so the new
+ * program starts with an empty stack (else its calls would be "too deep" behind frames that
+ * never end). Frames of kernel functions and syscalls (exec's own) stay. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
+  struct thread_state *t = current_state((__u32)bpf_get_current_pid_tgid(), false);
+  if (!t || t->depth == 0 || t->busy) return 0;
+  acquire(t);
+  __u32 depth = t->depth, w = 0;
+  for (__u32 i = 0; i < PMCPROF_MAX_DEPTH; i++) {
+    if (i >= depth) break;
+    __u32 from = frame_index(i), to = frame_index(w);
+    if (user_frame(&t->frames[from])) {
+      stat_inc(t->frames[from].func_id, STAT_ABANDONED);
+    } else {
+      if (to != from) t->frames[to] = t->frames[from];
+      w++;
+    }
+  }
+  /* Frames past the measured depth were never recorded: they go with the image (counted as
+   * too deep at their entry). */
+  t->depth = w;
+  release(t);
   return 0;
 }
 

@@ -170,6 +170,10 @@ static __always_inline __u64 pmcprof_normalize(__u64 dc, __u64 de, __u64 dr) {
   0x8u                               /* the thread's readings were disturbed: no event and no \
                                         on-CPU time of this call can be trusted */
 #define PMCPROF_REC_READ_ERROR 0x10u /* a counter read failed during the call */
+/* With the probe bias taken off: the call's wall (on-CPU) time is below the noise floor, the
+ * spread of the calibrated bias. Such a value is not a measurement of the function. */
+#define PMCPROF_REC_WALL_UNDER_FLOOR 0x20u
+#define PMCPROF_REC_ONCPU_UNDER_FLOOR 0x40u
 
 /* Aggregation modes (rodata agg_mode bits). */
 #define PMCPROF_AGG_STREAM 0x1u
@@ -179,7 +183,11 @@ static __always_inline __u64 pmcprof_normalize(__u64 dc, __u64 de, __u64 dr) {
  * Only the first n_events entries of delta[] are sent. An event measured the call when it
  * ran (was scheduled on the PMU) for the whole call: its delta is then exact. An event that
  * ran for part of the call only has a delta scaled by enabled/running; one that never ran
- * has neither bit. */
+ * (or was not even enabled) has neither bit.
+ * With the probe bias taken off, wall_ns, oncpu_ns and delta[] are signed (two's complement):
+ * a call cheaper than the median probe cost reads below 0. Sums add them as they are, so the
+ * bias is taken off each call exactly once and no clamp pushes a total up; min, max and
+ * histograms see pmcprof_nonneg() of them, and the call is flagged under the noise floor. */
 struct pmcprof_record {
   __u32 func_id;
   __u32 pid;
@@ -190,9 +198,9 @@ struct pmcprof_record {
   __u64 oncpu_ns;
   __u32 flags;
   __u8 n_events;
-  __u8 pad;
-  __u8 measured; /* bit i: event i ran through the call */
-  __u8 ran;      /* bit i: event i ran for at least part of it */
+  __u8 under_floor; /* bit i: event i's value (bias taken off) is below its noise floor */
+  __u8 measured;    /* bit i: event i ran through the call */
+  __u8 ran;         /* bit i: event i ran for at least part of it */
   char comm[16];
   __u64 delta[PMCPROF_MAX_EVENTS];
   /* --by argN: the key read at the call's start. Sent (after every delta slot) only then. */
@@ -200,6 +208,9 @@ struct pmcprof_record {
 };
 #define PMCPROF_RECORD_HEADER_SIZE 64 /* offsetof(struct pmcprof_record, delta) */
 #define PMCPROF_RECORD_KEY_OFFSET (PMCPROF_RECORD_HEADER_SIZE + 8 * PMCPROF_MAX_EVENTS)
+
+/* A compensated value as a count: a value below 0 (two's complement) is 0. */
+static __always_inline __u64 pmcprof_nonneg(__u64 v) { return (__s64)v < 0 ? 0 : v; }
 
 /* ---- function mode: per-call metrics ----
  * A per-call metric is the ratio of two quantities of the same call (IPC: instructions /
@@ -236,12 +247,12 @@ static __always_inline __u64 pmcprof_ratio_fixed(__u64 num, __u64 den) {
 static __always_inline int pmcprof_operand(const struct pmcprof_record* r, __u32 op, __u32 n_events,
                                            __u64* v) {
   if (op == PMCPROF_OPERAND_WALL) {
-    *v = r->wall_ns;
+    *v = pmcprof_nonneg(r->wall_ns);
     return 1;
   }
   if (op >= n_events || op >= PMCPROF_MAX_EVENTS) return 0;
   if (!(r->measured & (1u << op))) return 0;
-  *v = r->delta[op & (PMCPROF_MAX_EVENTS - 1)];
+  *v = pmcprof_nonneg(r->delta[op & (PMCPROF_MAX_EVENTS - 1)]);
   return 1;
 }
 
@@ -267,6 +278,14 @@ struct pmcprof_agg {
   __u64 max[PMCPROF_MAX_EVENTS];
   __u64 partial[PMCPROF_MAX_EVENTS];    /* calls it ran through only in part */
   __u64 scaled_sum[PMCPROF_MAX_EVENTS]; /* their enabled/running-scaled deltas */
+  /* On-CPU time of the counted calls the event never ran in: their share of the total is
+   * estimated from the rate the event had over the on-CPU time of the calls it ran in
+   * (multiplexing leaves short calls out more often than long ones: a per-call scaling
+   * would weigh the short ones too much). */
+  __u64 unrun_oncpu[PMCPROF_MAX_EVENTS];
+  __u64 under_floor[PMCPROF_MAX_EVENTS]; /* measured calls below the noise floor */
+  __u64 wall_under_floor;                /* calls whose wall time is below it */
+  __u64 oncpu_under_floor;               /* counted calls whose on-CPU time is */
   /* Per-call metrics (struct pmcprof_metric), over the counted calls: */
   __u64 metric_calls[PMCPROF_MAX_METRICS];      /* with a value */
   __u64 metric_unmeasured[PMCPROF_MAX_METRICS]; /* an operand did not run through the call */
@@ -308,24 +327,29 @@ static __always_inline void pmcprof_agg_add(struct pmcprof_agg* a, const struct 
   if (r->flags & PMCPROF_REC_MIGRATED) a->migrated++;
   if (r->flags & PMCPROF_REC_MULTIPLEXED) a->multiplexed++;
   if (r->flags & PMCPROF_REC_READ_ERROR) a->read_errors++;
-  a->wall_sum += r->wall_ns;
-  pmcprof_min_max(&a->wall_min_inv, &a->wall_max, r->wall_ns);
+  a->wall_sum += r->wall_ns; /* signed when compensated: modulo 2^64 */
+  pmcprof_min_max(&a->wall_min_inv, &a->wall_max, pmcprof_nonneg(r->wall_ns));
+  if (r->flags & PMCPROF_REC_WALL_UNDER_FLOOR) a->wall_under_floor++;
   if (r->flags & PMCPROF_REC_NOT_COUNTED) {
     a->not_counted++;
     return;
   }
   a->oncpu_sum += r->oncpu_ns;
-  pmcprof_min_max(&a->oncpu_min_inv, &a->oncpu_max, r->oncpu_ns);
+  pmcprof_min_max(&a->oncpu_min_inv, &a->oncpu_max, pmcprof_nonneg(r->oncpu_ns));
+  if (r->flags & PMCPROF_REC_ONCPU_UNDER_FLOOR) a->oncpu_under_floor++;
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     __u64 d = r->delta[i];
     if (r->measured & (1u << i)) {
       a->measured[i]++;
       a->sum[i] += d;
-      pmcprof_min_max(&a->min_inv[i], &a->max[i], d);
+      pmcprof_min_max(&a->min_inv[i], &a->max[i], pmcprof_nonneg(d));
+      if (r->under_floor & (1u << i)) a->under_floor[i]++;
     } else if (r->ran & (1u << i)) {
       a->partial[i]++;
       a->scaled_sum[i] += d;
+    } else {
+      a->unrun_oncpu[i] += pmcprof_nonneg(r->oncpu_ns);
     }
   }
 }
@@ -380,7 +404,11 @@ static __always_inline void pmcprof_agg_merge(struct pmcprof_agg* into,
     if (a->max[i] > into->max[i]) into->max[i] = a->max[i];
     into->partial[i] += a->partial[i];
     into->scaled_sum[i] += a->scaled_sum[i];
+    into->unrun_oncpu[i] += a->unrun_oncpu[i];
+    into->under_floor[i] += a->under_floor[i];
   }
+  into->wall_under_floor += a->wall_under_floor;
+  into->oncpu_under_floor += a->oncpu_under_floor;
   for (__u32 m = 0; m < PMCPROF_MAX_METRICS; m++) {
     into->metric_calls[m] += a->metric_calls[m];
     into->metric_unmeasured[m] += a->metric_unmeasured[m];
@@ -420,6 +448,8 @@ struct pmcprof_func_stats {
 #define PMCPROF_BIAS_WALL PMCPROF_MAX_EVENTS
 #define PMCPROF_BIAS_ONCPU (PMCPROF_MAX_EVENTS + 1)
 #define PMCPROF_BIAS_SLOTS (PMCPROF_MAX_EVENTS + 2)
+/* The noise floor beside each bias (same slots): the spread of the calibration's samples
+ * (their 90th less their 10th percentile). A compensated value below it is flagged. */
 
 struct pmcprof_calib_sample {
   __u64 delta[PMCPROF_MAX_EVENTS];

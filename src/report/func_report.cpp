@@ -2,9 +2,27 @@
 
 #include <linux/perf_event.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
+
+namespace {
+
+// Percentile p of whole counts (events, ns) with exact min and max: the nearest rank's value
+// is the min at the first rank and the max at the last (known exactly beside the histogram),
+// else its bucket's representative (within 1 %), rounded: a count has no decimals.
+double exact_percentile(const Histogram& h, double p, double min, double max) {
+  const auto n = static_cast<double>(h.count());
+  const double rank = std::max(1.0, std::ceil(p * n));
+  if (rank >= n) return max;
+  if (rank <= 1) return min;
+  return std::round(h.percentile(p, min, max));
+}
+
+}  // namespace
 
 Distribution make_distribution(const MeasuredSums& m, const Histogram& h) {
   Distribution d;
@@ -16,12 +34,21 @@ Distribution make_distribution(const MeasuredSums& m, const Histogram& h) {
   if (m.measured == 0 && m.partial == 0) return d;
   d.status = CounterStatus::ok;
   d.measured = m.measured;
+  d.under_floor = m.under_floor;
   const double calls = static_cast<double>(m.calls);
-  if (m.measured > 0) {
-    d.total = static_cast<double>(m.sum);
-    if (m.measured < m.calls) d.total = d.total * calls / static_cast<double>(m.measured);
-  } else {
-    d.total = static_cast<double>(m.scaled_sum) * calls / static_cast<double>(m.partial);
+  // Every call it ran in, exactly or in part, as measured (signed sums: the bias is taken off
+  // each call once); the calls it never ran in at its rate per on-CPU ns of the others.
+  const double ran = static_cast<double>(static_cast<std::int64_t>(m.sum)) +
+                     static_cast<double>(static_cast<std::int64_t>(m.scaled_sum));
+  const std::uint64_t ran_calls = m.measured + m.partial;
+  d.total = ran;
+  if (ran_calls < m.calls) {
+    const std::uint64_t oncpu = static_cast<std::int64_t>(m.oncpu) > 0 ? m.oncpu : 0;
+    const std::uint64_t ran_oncpu = oncpu > m.unrun_oncpu ? oncpu - m.unrun_oncpu : 0;
+    if (ran_oncpu > 0)
+      d.total += ran * static_cast<double>(m.unrun_oncpu) / static_cast<double>(ran_oncpu);
+    else
+      d.total = ran * calls / static_cast<double>(ran_calls);
   }
   d.estimated = m.measured < m.calls;
   d.mean = d.total / calls;
@@ -29,9 +56,9 @@ Distribution make_distribution(const MeasuredSums& m, const Histogram& h) {
   if (d.percentiles) {
     d.min = static_cast<double>(m.min);
     d.max = static_cast<double>(m.max);
-    d.p50 = h.percentile(0.50, d.min, d.max);
-    d.p90 = h.percentile(0.90, d.min, d.max);
-    d.p99 = h.percentile(0.99, d.min, d.max);
+    d.p50 = exact_percentile(h, 0.50, d.min, d.max);
+    d.p90 = exact_percentile(h, 0.90, d.min, d.max);
+    d.p99 = exact_percentile(h, 0.99, d.min, d.max);
   }
   return d;
 }
@@ -177,10 +204,12 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
   row.multiplexed = s.multiplexed;
   row.read_errors = s.read_errors;
   const std::uint64_t counted = st.counted_calls();
-  row.wall = make_distribution(
-      {s.calls, s.calls, s.wall_sum, min_of(s.wall_min_inv), s.wall_max, 0, 0}, st.wall);
-  row.oncpu = make_distribution(
-      {counted, counted, s.oncpu_sum, min_of(s.oncpu_min_inv), s.oncpu_max, 0, 0}, st.oncpu);
+  row.wall = make_distribution({s.calls, s.calls, s.wall_sum, min_of(s.wall_min_inv), s.wall_max, 0,
+                                0, 0, 0, s.wall_under_floor},
+                               st.wall);
+  row.oncpu = make_distribution({counted, counted, s.oncpu_sum, min_of(s.oncpu_min_inv),
+                                 s.oncpu_max, 0, 0, 0, 0, s.oncpu_under_floor},
+                                st.oncpu);
   // A function called only in disturbed calls: nothing measured, though it was called.
   if (s.calls > 0 && counted == 0) row.oncpu = Distribution{};
   row.wall_histogram = st.wall;
@@ -193,9 +222,10 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
     if (!info.bpf_index) {
       e.per_call.status = CounterStatus::not_supported;
     } else if (const std::size_t i = *info.bpf_index; i < st.n_events()) {
-      e.per_call = make_distribution({counted, s.measured[i], s.sum[i], min_of(s.min_inv[i]),
-                                      s.max[i], s.partial[i], s.scaled_sum[i]},
-                                     st.hist[i]);
+      e.per_call = make_distribution(
+          {counted, s.measured[i], s.sum[i], min_of(s.min_inv[i]), s.max[i], s.partial[i],
+           s.scaled_sum[i], s.oncpu_sum, s.unrun_oncpu[i], s.under_floor[i]},
+          st.hist[i]);
       if (s.calls > 0 && counted == 0) e.per_call = Distribution{};
       e.histogram = st.hist[i];
     }

@@ -12,6 +12,8 @@ namespace pmcprof {
 static_assert(sizeof(FuncScalars) == sizeof(pmcprof_agg));
 static_assert(offsetof(FuncScalars, measured) == offsetof(pmcprof_agg, measured));
 static_assert(offsetof(FuncScalars, scaled_sum) == offsetof(pmcprof_agg, scaled_sum));
+static_assert(offsetof(FuncScalars, unrun_oncpu) == offsetof(pmcprof_agg, unrun_oncpu));
+static_assert(offsetof(FuncScalars, oncpu_under_floor) == offsetof(pmcprof_agg, oncpu_under_floor));
 static_assert(offsetof(FuncScalars, metric_calls) == offsetof(pmcprof_agg, metric_calls));
 static_assert(offsetof(FuncScalars, metric_sum_hi) == offsetof(pmcprof_agg, metric_sum_hi));
 static_assert(offsetof(FuncScalars, metric_max) == offsetof(pmcprof_agg, metric_max));
@@ -31,11 +33,11 @@ void FuncStats::add(const CallRecord& r) {
   // event only where it measured the call.
   pmcprof_agg_add(raw(s), reinterpret_cast<const pmcprof_record*>(&r),
                   static_cast<__u32>(std::min<std::size_t>(n_events(), r.n_events)));
-  wall.add(r.wall_ns);
+  wall.add(pmcprof_nonneg(r.wall_ns));
   if (r.not_counted()) return;
-  oncpu.add(r.oncpu_ns);
+  oncpu.add(pmcprof_nonneg(r.oncpu_ns));
   for (std::size_t i = 0; i < n_events() && i < r.n_events; ++i)
-    if (r.measured & (1u << i)) hist[i].add(r.delta[i]);
+    if (r.measured & (1u << i)) hist[i].add(pmcprof_nonneg(r.delta[i]));
   // Per-call metrics: the kernel's definition too (pmcprof_metric_add).
   const auto n = static_cast<__u32>(std::min<std::size_t>(n_events(), r.n_events));
   for (std::size_t m = 0; m < n_metrics() && m < kMaxCallMetrics; ++m) {
@@ -77,27 +79,42 @@ void FuncStats::merge(const FuncStats& o) {
 
 void FuncStats::subtract(const FuncStats& o) {
   auto sub = [](std::uint64_t& a, std::uint64_t b) { a = a > b ? a - b : 0; };
+  // Sums of compensated (signed) values: modulo 2^64, as they were added; 0 when `o` is the
+  // later snapshot (a reset, a reordered read), as every count is then.
+  const bool reversed = o.s.calls > s.calls;
+  auto sub_signed = [reversed](std::uint64_t& a, std::uint64_t b) { a = reversed ? 0 : a - b; };
   sub(s.calls, o.s.calls);
   sub(s.not_counted, o.s.not_counted);
   sub(s.slept, o.s.slept);
   sub(s.migrated, o.s.migrated);
   sub(s.multiplexed, o.s.multiplexed);
   sub(s.read_errors, o.s.read_errors);
-  sub(s.wall_sum, o.s.wall_sum);
-  sub(s.oncpu_sum, o.s.oncpu_sum);
+  sub_signed(s.wall_sum, o.s.wall_sum);
+  sub_signed(s.oncpu_sum, o.s.oncpu_sum);
+  sub(s.wall_under_floor, o.s.wall_under_floor);
+  sub(s.oncpu_under_floor, o.s.oncpu_under_floor);
   wall.subtract(o.wall);
   oncpu.subtract(o.oncpu);
+  // An interval's min and max are bounded by its lowest and highest bucket, and by the run's
+  // exact min and max so far (this, before the subtraction): never above the run's max.
   auto bounds = [](const Histogram& h, std::uint64_t& min_inv, std::uint64_t& max) {
-    min_inv = h.count() ? ~static_cast<std::uint64_t>(h.lowest_value()) : 0;
-    max = h.count() ? static_cast<std::uint64_t>(h.highest_value()) : 0;
+    const std::uint64_t run_min = min_of(min_inv), run_max = max;
+    if (h.count() == 0) {
+      min_inv = max = 0;
+      return;
+    }
+    min_inv = ~std::max(static_cast<std::uint64_t>(h.lowest_value()), run_min);
+    max = std::min(static_cast<std::uint64_t>(h.highest_value()), run_max);
   };
   bounds(wall, s.wall_min_inv, s.wall_max);
   bounds(oncpu, s.oncpu_min_inv, s.oncpu_max);
   for (std::size_t i = 0; i < n_events() && i < o.n_events(); ++i) {
     sub(s.measured[i], o.s.measured[i]);
-    sub(s.sum[i], o.s.sum[i]);
+    sub_signed(s.sum[i], o.s.sum[i]);
     sub(s.partial[i], o.s.partial[i]);
-    sub(s.scaled_sum[i], o.s.scaled_sum[i]);
+    sub_signed(s.scaled_sum[i], o.s.scaled_sum[i]);
+    sub(s.unrun_oncpu[i], o.s.unrun_oncpu[i]);
+    sub(s.under_floor[i], o.s.under_floor[i]);
     hist[i].subtract(o.hist[i]);
     bounds(hist[i], s.min_inv[i], s.max[i]);
   }

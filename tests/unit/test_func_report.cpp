@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <linux/perf_event.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
@@ -603,8 +604,10 @@ TEST(FuncReportCsv, IntervalThenSummaryKeepColumns) {
 
 TEST(FuncReportMultiplexing, PartlyMeasuredEventIsScaledToAllCalls) {
   // Event 0 ran through all 6 calls; event 1 through 4 of them and only part of 2 (measured
-  // bit clear, ran bit set). Event 1's total is its measured sum scaled by calls / measured
-  // (the per-call analogue of perf's enabled / running), marked estimated; event 0 is exact.
+  // bit clear, ran bit set). Event 1's total is its exact sum plus the enabled/running-scaled
+  // values of the 2 calls it ran in part (issue 22: they were dropped and the exact sum scaled
+  // by calls / measured, which under-counts the long calls multiplexing cuts), marked
+  // estimated; event 0 is exact.
   FuncStats s(2);
   s.add(call(100, 90, {1000, 10000}));
   s.add(call(100, 90, {1100, 12000}));
@@ -624,8 +627,8 @@ TEST(FuncReportMultiplexing, PartlyMeasuredEventIsScaledToAllCalls) {
   EXPECT_EQ(i.status, CounterStatus::ok);
   EXPECT_TRUE(i.estimated);
   EXPECT_EQ(i.measured, 4u);
-  EXPECT_DOUBLE_EQ(i.total, (10000.0 + 12000 + 16000 + 18000) * 6 / 4);
-  EXPECT_DOUBLE_EQ(i.mean, 14000.0);
+  EXPECT_DOUBLE_EQ(i.total, 10000.0 + 12000 + 16000 + 18000 + 14000 + 99999);
+  EXPECT_DOUBLE_EQ(i.mean, 169999.0 / 6);
   // Percentiles, min and max over the 4 measured calls only (99999 ran in part: out).
   EXPECT_TRUE(i.percentiles);
   EXPECT_EQ(i.min, 10000.0);
@@ -637,7 +640,7 @@ TEST(FuncReportMultiplexing, PartlyMeasuredEventIsScaledToAllCalls) {
       make_func_row("f", "kprobe", "", s, 0,
                     {{"cycles", kCycles, "", 0}, {"instructions", kInstructions, "", 1}});
   ASSERT_TRUE(func_metric(ipc));
-  EXPECT_DOUBLE_EQ(func_metric(ipc)->value, 84000.0 / 7500.0);
+  EXPECT_DOUBLE_EQ(func_metric(ipc)->value, 169999.0 / 7500.0);
 }
 
 TEST(FuncReportMultiplexing, EventThatOnlyRanInPartIsEstimatedWithoutPercentiles) {
@@ -748,18 +751,62 @@ TEST(MakeDistribution, ExactWhenEveryCallMeasured) {
   EXPECT_EQ(d.max, 2003.0);
 }
 
-TEST(MakeDistribution, ScaledByCallsOverMeasured) {
+TEST(MakeDistribution, PartialCallsKeepTheirScaledValues) {
+  // Issue 22 (1): the partly measured calls' scaled values were dropped whenever one call was
+  // measured exactly, and the exact sum scaled by calls/measured: 10,000 for ~109,000.
   Histogram h;
-  h.add(100);
-  h.add(300);
-  const Distribution d = make_distribution({8, 2, 400, 100, 300, 5, 99999}, h);
+  for (int k = 0; k < 90; ++k) h.add(100);
+  const Distribution d = make_distribution({100, 90, 9000, 100, 100, 10, 100000}, h);
   EXPECT_TRUE(d.estimated);
-  EXPECT_EQ(d.measured, 2u);
-  EXPECT_DOUBLE_EQ(d.total, 1600.0);  // from the measured calls, not the partial ones
-  EXPECT_DOUBLE_EQ(d.mean, 200.0);
-  EXPECT_TRUE(d.percentiles);
-  EXPECT_GE(d.p50, 100.0);
-  EXPECT_LE(d.p99, 300.0);
+  EXPECT_EQ(d.measured, 90u);
+  EXPECT_DOUBLE_EQ(d.total, 109000.0);
+  EXPECT_DOUBLE_EQ(d.mean, 1090.0);
+  EXPECT_EQ(d.p50, 100.0);
+}
+
+TEST(MakeDistribution, UnrunCallsAtTheRatePerOnCpuTime) {
+  // Multiplexing leaves short calls out more often than long ones: two short calls measured
+  // (100 each, 100 ns on CPU each), a long one in part (100,000 over 100,000 ns), and a long
+  // one the event never ran in (100,000 ns on CPU). Its share is the rate of the others over
+  // its on-CPU time: 1 per ns, 100,000; a per-call scaling would add a third of the rest.
+  const Distribution d =
+      make_distribution({4, 2, 200, 100, 100, 1, 100000, 200200, 100000, 0}, Histogram{});
+  EXPECT_TRUE(d.estimated);
+  EXPECT_DOUBLE_EQ(d.total, 200200.0);
+  // Without on-CPU time (wall time has none): the mean of the calls it ran in.
+  const Distribution m = make_distribution({8, 2, 400, 100, 300, 5, 99999}, Histogram{});
+  EXPECT_DOUBLE_EQ(m.total, (400.0 + 99999.0) * 8 / 7);
+}
+
+TEST(MakeDistribution, SignedSumsOfCompensatedValues) {
+  // Issue 22 (7): with the bias taken off, a call cheaper than the median probe reads below
+  // 0; summed as it is (two's complement), not clamped: the total is not pushed up.
+  Histogram h;
+  for (int k = 0; k < 4; ++k) h.add(0);
+  const std::uint64_t minus_10 = ~std::uint64_t{10} + 1;  // -10
+  const Distribution d = make_distribution({4, 4, minus_10, 0, 30, 0, 0, 0, 0, 3}, h);
+  EXPECT_DOUBLE_EQ(d.total, -10.0);
+  EXPECT_EQ(d.under_floor, 3u);
+}
+
+TEST(MakeDistribution, PercentilesOfCountsAreWholeNumbers) {
+  // Issue 22 (12): every call made 100, 150 or 200 page faults: no bucket decimals, and the
+  // last rank's value is the exact max.
+  Histogram h;
+  for (int v : {100, 150, 200})
+    for (int k = 0; k < 33; ++k) h.add(static_cast<std::uint64_t>(v));
+  const Distribution d = make_distribution({99, 99, 33 * 450, 100, 200, 0, 0}, h);
+  EXPECT_EQ(d.p50, std::round(d.p50));
+  EXPECT_NEAR(d.p50, 150.0, 1.5);
+  EXPECT_EQ(d.p99, std::round(d.p99));
+  EXPECT_NEAR(d.p99, 200.0, 2.0);
+  Histogram two;
+  two.add(150);
+  two.add(200);
+  const Distribution e = make_distribution({2, 2, 350, 150, 200, 0, 0}, two);
+  EXPECT_EQ(e.p50, 150.0);  // the first rank: the min
+  EXPECT_EQ(e.p90, 200.0);  // the last rank: the max
+  EXPECT_EQ(e.p99, 200.0);
 }
 
 TEST(MakeDistribution, OnlyPartialRuns) {
@@ -957,9 +1004,10 @@ TEST(FuncReportGolden, BothJson) {
 // ---- /metrics: a multiplexed event's histogram holds the calls it measured ----
 
 TEST(FuncReportPrometheus, MeasuredCallsHistogramAndScaledTotal) {
-  // Instructions measured 2 of 4 calls (100 and 300) and ran in part through the others: the
-  // counter is the estimate scaled to all calls (800), the histogram holds the 2 measured
-  // calls with their own sum (400), and its power-of-two buckets are exact.
+  // Instructions measured 2 of 4 calls (100 and 300) and ran in part through the others
+  // (5,000 and 7,000 scaled): the counter is the estimate over all calls (12,400), the
+  // histogram holds the 2 measured calls with their own sum (400), and its power-of-two
+  // buckets are exact.
   FuncStats s(2);
   s.add(call(100, 90, {10, 100}));
   s.add(call(100, 90, {10, 5000}, 0, 0x1, 0x3));
@@ -975,7 +1023,7 @@ TEST(FuncReportPrometheus, MeasuredCallsHistogramAndScaledTotal) {
   const std::string text = render_prometheus(nullptr, &r, status);
   const std::string l = R"({function="f",event="instructions")";
   for (const std::string& sample :
-       {"pmcprof_function_event_total" + l + "} 800",
+       {"pmcprof_function_event_total" + l + "} 12400",
         "pmcprof_function_event_estimated" + l + "} 1",
         "pmcprof_function_event_measured_calls_total" + l + "} 2",
         "pmcprof_function_event_per_call_count" + l + "} 2",

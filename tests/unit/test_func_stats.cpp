@@ -366,6 +366,53 @@ TEST(FuncStats, SubtractClampsAtZero) {
   EXPECT_EQ(small.s.wall_min_inv, 0u);
 }
 
+TEST(FuncStats, IntervalMaxNeverAboveTheRunsMax) {
+  // Issue 22 (12): an interval's max was its highest bucket's upper bound, above the run's
+  // exact max; bounded by it now (and its min by the run's min).
+  FuncStats before(1), after(1);
+  before.add(rec(0, 1000, 1000, {150}));
+  after = before;
+  after.add(rec(0, 2000, 2000, {200}));
+  FuncStats delta = after;
+  delta.subtract(before);
+  EXPECT_LE(delta.s.max[0], after.s.max[0]);
+  EXPECT_GE(delta.s.max[0], 200u);
+  EXPECT_LE(delta.s.wall_max, 2000u);
+  EXPECT_GE(min_of(delta.s.min_inv[0]), min_of(after.s.min_inv[0]));
+}
+
+TEST(FuncStats, CompensatedValuesSumSignedAndCountUnderTheFloor) {
+  // Issue 22 (7, 11): a call below the median probe cost reads below 0 (two's complement):
+  // its sum is taken as it is, its histogram, min and max at 0, and its flags count it.
+  FuncStats st(1);
+  const std::uint64_t minus_5 = ~std::uint64_t{5} + 1;
+  CallRecord low = rec(0, minus_5, minus_5, {minus_5});
+  low.under_floor = 1;
+  low.flags = PMCPROF_REC_WALL_UNDER_FLOOR | PMCPROF_REC_ONCPU_UNDER_FLOOR;
+  st.add(low);
+  st.add(rec(0, 105, 105, {105}));
+  EXPECT_EQ(st.s.sum[0], 100u);
+  EXPECT_EQ(st.s.wall_sum, 100u);
+  EXPECT_EQ(st.s.oncpu_sum, 100u);
+  EXPECT_EQ(min_of(st.s.min_inv[0]), 0u);
+  EXPECT_EQ(st.s.max[0], 105u);
+  EXPECT_EQ(st.hist[0].bucket_count(0), 1u);
+  EXPECT_EQ(st.s.under_floor[0], 1u);
+  EXPECT_EQ(st.s.wall_under_floor, 1u);
+  EXPECT_EQ(st.s.oncpu_under_floor, 1u);
+}
+
+TEST(FuncStats, UnrunCallsKeepTheirOnCpuTime) {
+  // Issue 22 (1): the on-CPU time of the calls an event never ran in (multiplexed out), the
+  // basis of their share of its total.
+  FuncStats st(2);
+  st.add(rec(0, 10, 10, {7, 7}));
+  st.add(rec(0, 500, 400, {9, 9}, PMCPROF_REC_MULTIPLEXED, 100, "app", 0, 0x1, 0x1));
+  EXPECT_EQ(st.s.unrun_oncpu[0], 0u);
+  EXPECT_EQ(st.s.unrun_oncpu[1], 400u);
+  EXPECT_EQ(st.s.measured[1], 1u);
+}
+
 // ---- stream and kernel aggregation: the same calls give the same numbers ----
 
 TEST(FuncStatsKernel, StreamEqualsKernelOverTwoCpus) {

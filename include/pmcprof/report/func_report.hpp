@@ -29,6 +29,12 @@ struct Distribution {
   bool percentiles = true;           // false: no call was measured exactly (only in part)
   // A function that was never called: the total is a true 0, per-call figures do not exist.
   bool no_calls = false;
+  // With the probe bias taken off: the spread of the calibrated bias (set by the session from
+  // the calibration), and the measured calls whose value is below it. A percentile or min
+  // below the floor is not a measurement of the function: renderers flag it.
+  std::optional<double> noise_floor;
+  std::uint64_t under_floor = 0;
+  bool below_floor(double v) const { return noise_floor && v < *noise_floor; }
 };
 
 struct FuncEventRow {
@@ -168,6 +174,11 @@ struct FuncEventInfo {
 // The distribution of a quantity over `calls` counted calls: `measured` of them exactly
 // (sum, min, max, histogram), `partial` more only in part (their scaled sum). Status ok with
 // no_calls when nothing was called; not-counted when calls happened and none was measured.
+// Sums of compensated values are signed (two's complement, bpf/pmcprof.h).
+// The calls that neither measured nor ran in part (multiplexed out) are estimated from the
+// rate the quantity had over the on-CPU time of the calls it did run in (`oncpu`: of all
+// counted calls, `unrun_oncpu`: of those it never ran in), as perf scales a count by
+// enabled/running time; without on-CPU time, from the mean of the calls it ran in.
 struct MeasuredSums {
   std::uint64_t calls = 0;
   std::uint64_t measured = 0;
@@ -175,6 +186,9 @@ struct MeasuredSums {
   std::uint64_t min = 0, max = 0;
   std::uint64_t partial = 0;
   std::uint64_t scaled_sum = 0;
+  std::uint64_t oncpu = 0;
+  std::uint64_t unrun_oncpu = 0;
+  std::uint64_t under_floor = 0;  // measured calls below the noise floor
 };
 Distribution make_distribution(const MeasuredSums& m, const Histogram& h);
 

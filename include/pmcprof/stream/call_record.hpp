@@ -19,13 +19,15 @@ struct CallRecord {
   std::uint32_t tid = 0;
   std::uint32_t cpu = 0;
   std::uint64_t cgroup_id = 0;
+  // With the probe bias taken off, wall_ns, oncpu_ns and delta[] are signed (two's
+  // complement): sums add them as they are, min/max/histograms see them clamped at 0.
   std::uint64_t wall_ns = 0;
   std::uint64_t oncpu_ns = 0;
   std::uint32_t flags = 0;
   std::uint8_t n_events = 0;
-  std::uint8_t pad = 0;
-  std::uint8_t measured = 0;  // bit i: event i ran through the whole call (exact)
-  std::uint8_t ran = 0;       // bit i: event i ran for at least part of it
+  std::uint8_t under_floor = 0;  // bit i: event i (bias taken off) is below its noise floor
+  std::uint8_t measured = 0;     // bit i: event i ran through the whole call (exact)
+  std::uint8_t ran = 0;          // bit i: event i ran for at least part of it
   std::array<char, 16> comm{};
   std::array<std::uint64_t, kMaxBpfEvents> delta{};  // only n_events are meaningful
   // --by argN: the arguments read at the call's start (zero when the sample has none).

@@ -35,6 +35,12 @@ struct FuncScalars {
   std::array<std::uint64_t, kMaxBpfEvents> max{};
   std::array<std::uint64_t, kMaxBpfEvents> partial{};     // calls it ran through in part
   std::array<std::uint64_t, kMaxBpfEvents> scaled_sum{};  // their scaled deltas
+  // On-CPU ns of the counted calls the event never ran in (their share is estimated from the
+  // event's rate over the on-CPU time of the calls it ran in).
+  std::array<std::uint64_t, kMaxBpfEvents> unrun_oncpu{};
+  std::array<std::uint64_t, kMaxBpfEvents> under_floor{};  // measured calls below the floor
+  std::uint64_t wall_under_floor = 0;
+  std::uint64_t oncpu_under_floor = 0;
   // Per-call metrics, over the counted calls (fixed point, kMetricFracBits fraction bits):
   std::array<std::uint64_t, kMaxCallMetrics> metric_calls{};       // with a value
   std::array<std::uint64_t, kMaxCallMetrics> metric_unmeasured{};  // an operand did not measure
