@@ -810,8 +810,15 @@ def cross_build(source, build, cache, targets=("pmcprof",)):
         raise GuestSkip(f"{gxx} is not installed (scripts/install-deps.sh installs "
                         "g++-aarch64-linux-gnu and the :arm64 -dev packages)")
     source, build = os.path.abspath(source), os.path.abspath(build)
-    t0 = time.monotonic()
     os.makedirs(build, exist_ok=True)
+    # Two arm64 tests (ctest -j) share one cross-build directory: one builds at a time.
+    with open(os.path.join(build, ".cross-build.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _cross_build(source, build, cache, targets)
+
+
+def _cross_build(source, build, cache, targets):
+    t0 = time.monotonic()
     extra = cross_extra_root(cache, build)
     config = [f"-DCMAKE_TOOLCHAIN_FILE={os.path.join(source, CROSS_TOOLCHAIN)}",
               f"-DPMCPROF_ARM64_EXTRA_ROOT={extra}",
@@ -839,6 +846,169 @@ def cross_build(source, build, cache, targets=("pmcprof",)):
     return build
 
 
+# ------------------------------------------------------------------ the instruction oracle
+
+ORACLE_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "oracle", "insn_oracle.c")
+PLUGIN_HEADER = "include/qemu/qemu-plugin.h"
+
+
+def qemu_source_version():
+    """The Debian source version of the installed qemu-system-arm (e.g. 1:7.2+dfsg-7+deb12u18),
+    or None."""
+    r = run_cmd(["dpkg-query", "-W", "-f", "${source:Version}", "qemu-system-arm"])
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
+
+
+def private_source_list():
+    """A sources.list of deb-src lines for the host's Debian release suites (the same mirrors)."""
+    code = debian_codename()
+    lines = []
+    for uri, suites, signed_by in host_debian_sources() or \
+            [("http://deb.debian.org/debian", [code, code + "-updates"], None),
+             ("http://deb.debian.org/debian-security", [code + "-security"], None)]:
+        opts = f" [signed-by={signed_by}]" if signed_by else ""
+        for s in suites:
+            if s.startswith(code):
+                line = f"deb-src{opts} {uri} {s} main"
+                if line not in lines:
+                    lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def fetch_plugin_header(odir):
+    """ODIR/qemu-plugin.h from Debian's qemu source package (the installed qemu's version when
+    the archive still has it): apt-get source --download-only through a private sources list,
+    lists and cache (the machine's apt configuration is untouched); only the header is kept."""
+    header = os.path.join(odir, "qemu-plugin.h")
+    if os.path.exists(header):
+        return header
+    t0 = time.monotonic()
+    apt_root = os.path.join(odir, "apt")
+    for d in ("lists/partial", "cache/archives/partial"):
+        os.makedirs(os.path.join(apt_root, d), exist_ok=True)
+    sources = os.path.join(apt_root, "sources.list")
+    with open(sources, "w") as f:
+        f.write(private_source_list())
+    opts = ["-o", f"Dir::Etc::SourceList={sources}", "-o", "Dir::Etc::SourceParts=/dev/null",
+            "-o", f"Dir::State::Lists={apt_root}/lists", "-o", f"Dir::Cache={apt_root}/cache",
+            "-o", "Dir::State::status=/dev/null", "-o", "APT::Sandbox::User=root",
+            "-o", "Debug::NoLocking=1"]
+    log("fetching qemu's source package for include/qemu/qemu-plugin.h (apt-get source "
+        "--download-only, private deb-src lists)")
+    r = run_cmd(["apt-get", *opts, "update", "-qq"], timeout=600)
+    if r.returncode != 0:
+        raise GuestError(f"apt-get update (deb-src) failed: {(r.stdout + r.stderr).strip()[-500:]}")
+    dl = os.path.join(odir, "download")
+    shutil.rmtree(dl, ignore_errors=True)
+    os.makedirs(dl)
+    version = qemu_source_version()
+    for spec in ([f"qemu={version}"] if version else []) + ["qemu"]:
+        r = run_cmd(["apt-get", *opts, "source", "--download-only", "-q", spec], cwd=dl,
+                    timeout=900)
+        if r.returncode == 0:
+            break
+    if r.returncode != 0:
+        raise GuestError(f"apt-get source --download-only qemu failed: "
+                         f"{(r.stdout + r.stderr).strip()[-500:]}")
+    tars = [f for f in os.listdir(dl) if re.match(r"qemu_.*\.orig\.tar\.(xz|gz|bz2)$", f)]
+    if not tars:
+        raise GuestError(f"no qemu_*.orig.tar.* among {sorted(os.listdir(dl))}")
+    found = None
+    with tarfile.open(os.path.join(dl, tars[0])) as tar:
+        for m in tar:
+            if m.isfile() and m.name.endswith("/" + PLUGIN_HEADER):
+                with open(header + ".tmp", "wb") as out:
+                    out.write(tar.extractfile(m).read())
+                found = m.name
+                break
+    if not found:
+        raise GuestError(f"{tars[0]} has no {PLUGIN_HEADER}")
+    os.replace(header + ".tmp", header)
+    with open(os.path.join(odir, "SOURCE"), "w") as f:
+        f.write(f"{tars[0]}: {found}\n")
+    shutil.rmtree(dl, ignore_errors=True)
+    shutil.rmtree(os.path.join(apt_root, "lists"), ignore_errors=True)  # 20 MB of Sources
+    log(f"qemu-plugin.h ready in {time.monotonic() - t0:.1f} s (from {tars[0]})")
+    return header
+
+
+def prepare_oracle(cache, source=ORACLE_SOURCE):
+    """Builds the instruction oracle, a qemu TCG plugin (tests/guest/oracle/insn_oracle.c), against
+    the installed qemu's plugin header; returns the .so path (CACHE/oracle/insn_oracle-HASH.so,
+    HASH of the source and the header: rebuilt only when either changes). Raises GuestSkip when
+    the host has no C compiler."""
+    cc = os.environ.get("CC", "gcc")
+    if not shutil.which(cc):
+        raise GuestSkip(f"{cc} is not installed: the instruction oracle is a qemu plugin built on "
+                        "the host")
+    odir = os.path.join(os.path.abspath(cache), "oracle")
+    os.makedirs(odir, exist_ok=True)
+    with open(os.path.join(odir, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        header = fetch_plugin_header(odir)
+        with open(source, "rb") as f, open(header, "rb") as h:
+            digest = hashlib.sha256(f.read() + h.read()).hexdigest()[:12]
+        so = os.path.join(odir, f"insn_oracle-{digest}.so")
+        if os.path.exists(so):
+            return so
+        r = run_cmd([cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-I", odir, "-o",
+                     so + ".tmp", source, "-lpthread"])
+        if r.returncode != 0:
+            raise GuestError(f"building the instruction oracle failed:\n"
+                             f"{(r.stdout + r.stderr).strip()[-2000:]}")
+        os.replace(so + ".tmp", so)
+        for old in os.listdir(odir):
+            if old.startswith("insn_oracle-") and old.endswith(".so") and \
+                    os.path.join(odir, old) != so:
+                os.unlink(os.path.join(odir, old))
+        log(f"instruction oracle built: {so}")
+        return so
+
+
+def oracle_plugin(so, functions, out, count=(), list_cap=None):
+    """The `-plugin` argument for the oracle: FUNCTIONS {name: (start, end)} watched, COUNT
+    [(lo, hi)] the address ranges counted, the report written to the host path OUT."""
+    args = [f"file={so}", f"out={out}"]
+    args += [f"fn={name}:{start:#x}:{end:#x}" for name, (start, end) in functions.items()]
+    args += [f"count={lo:#x}:{hi:#x}" for lo, hi in count]
+    if list_cap is not None:
+        args.append(f"list={list_cap}")
+    return ",".join(a.replace(",", ",,") for a in args)  # qemu's option syntax escapes ','
+
+
+def elf_functions(path):
+    """{name: (start, end)} of the FUNC symbols of a 64-bit little-endian ELF's .symtab (with a
+    size), and the executable PT_LOAD ranges [(lo, hi)]: what the oracle needs, without tools."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise GuestError(f"{path} is not a 64-bit little-endian ELF")
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
+    text = []
+    for i in range(phnum):
+        p_type, p_flags, _, p_vaddr, _, _, p_memsz, _ = struct.unpack_from(
+            "<IIQQQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and p_flags & 1:  # PT_LOAD, PF_X
+            text.append((p_vaddr, p_vaddr + p_memsz))
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    funcs = {}
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[sh[6]]
+        for off in range(sh[4], sh[4] + sh[5], sh[9] or 24):
+            st_name, st_info, _, st_shndx, st_value, st_size = struct.unpack_from(
+                "<IBBHQQ", data, off)
+            if st_info & 0xf == 2 and st_size and st_shndx:  # STT_FUNC, defined
+                s = strtab[4] + st_name
+                name = data[s:data.index(b"\0", s)].decode()
+                funcs.setdefault(name, (st_value, st_value + st_size))
+    return funcs, text
+
+
 # ------------------------------------------------------------------ boot
 
 def die_with_parent():
@@ -862,7 +1032,8 @@ def read_files(top):
     return files
 
 
-def qemu_command(prep, qemu, rundir, cpus, memory_mb):
+def qemu_command(prep, qemu, rundir, cpus, memory_mb, plugin=None):
+    """PLUGIN: a TCG plugin's -plugin argument (file=SO[,ARG=VALUE...], see oracle_plugin())."""
     arch = prep.arch
     # Single-threaded TCG: multi-threaded TCG was seen to stall a vCPU for minutes (guest
     # "soft lockup" in code that waits on the other CPU); one host thread runs every vCPU.
@@ -878,14 +1049,17 @@ def qemu_command(prep, qemu, rundir, cpus, memory_mb):
     if prep.rootfs:
         cmd += ["-virtfs", f"local,path=/,mount_tag={HOSTFS_TAG},security_model=none,"
                            "readonly=on,multidevs=remap"]
+    if plugin:
+        cmd += ["-plugin", plugin]
     return cmd
 
 
 def run_in_guest(cache, argv, timeout=120, cpus=None, memory_mb=2048, env=None, echo=False,
-                 arch=X86_64):
+                 arch=X86_64, plugin=None):
     """Boots the guest, runs argv (paths as in the guest: arch.guest_path()) as root in the
-    chroot; GuestResult. Raises GuestSkip/GuestError when the guest cannot be prepared or qemu
-    fails to start."""
+    chroot; GuestResult. PLUGIN: a qemu TCG plugin to load (its -plugin argument, e.g.
+    oracle_plugin()); it sees the whole boot. Raises GuestSkip/GuestError when the guest cannot
+    be prepared or qemu fails to start."""
     arch = arch_of(arch)
     cpus = cpus or arch.default_cpus
     if arch.max_cpus and cpus > arch.max_cpus:
@@ -905,7 +1079,7 @@ def run_in_guest(cache, argv, timeout=120, cpus=None, memory_mb=2048, env=None, 
         with open(os.path.join(rundir, "cmd.sh"), "w") as f:
             f.write("\n".join(lines) + "\n")
         console_path = os.path.join(rundir, "console.log")
-        cmd = qemu_command(prep, qemu, rundir, cpus, memory_mb)
+        cmd = qemu_command(prep, qemu, rundir, cpus, memory_mb, plugin)
         t0 = time.monotonic()
         timed_out = False
         with open(console_path, "wb") as console:
@@ -947,7 +1121,7 @@ def run_in_guest(cache, argv, timeout=120, cpus=None, memory_mb=2048, env=None, 
         shutil.rmtree(rundir, ignore_errors=True)
 
 
-def run_test_boot(cache, argv, timeout, arch=X86_64, cpus=None):
+def run_test_boot(cache, argv, timeout, arch=X86_64, cpus=None, plugin=None):
     """run_in_guest() for a test: the emulator itself sometimes stalls a vCPU (the guest kernel
     then reports "soft lockup" long before anything of the test runs slowly on a real machine).
     Such a boot gets one more try, shown in the log; any other failure, or a second stall, is
@@ -955,7 +1129,7 @@ def run_test_boot(cache, argv, timeout, arch=X86_64, cpus=None):
     attempts = 2
     per_attempt = timeout / attempts
     for attempt in range(1, attempts + 1):
-        res = run_in_guest(cache, argv, timeout=per_attempt, cpus=cpus, arch=arch)
+        res = run_in_guest(cache, argv, timeout=per_attempt, cpus=cpus, arch=arch, plugin=plugin)
         stalled = res.status is None and ("soft lockup" in res.console or
                                           "blocked for more than" in res.console)
         if not stalled or attempt == attempts:
@@ -996,11 +1170,14 @@ def main():
     r.add_argument("--timeout", type=float, default=120)
     r.add_argument("--cpus", type=int, default=None)
     r.add_argument("--console", action="store_true", help="print the whole console to stderr")
+    r.add_argument("--plugin", help="a qemu TCG plugin: -plugin's argument, file=SO[,ARG=V...]")
     r.add_argument("argv", nargs=argparse.REMAINDER)
     b = sub.add_parser("cross-build", help="arm64: cross-build pmcprof (and TARGETs)")
     b.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     b.add_argument("--build", required=True, help="build directory, e.g. build/arm64")
     b.add_argument("targets", nargs="*", default=["pmcprof"])
+    sub.add_parser("oracle", help="fetch qemu-plugin.h and build the instruction oracle plugin; "
+                   "prints the .so path")
     a = ap.parse_args()
     arch = arch_of(a.arch)
     try:
@@ -1008,6 +1185,9 @@ def main():
             ap.error("--cache DIR is required")
         if a.what == "cross-build":
             print(cross_build(a.source, a.build, a.cache, a.targets))
+            return 0
+        if a.what == "oracle":
+            print(prepare_oracle(a.cache))
             return 0
         if a.what == "prepare":
             p = prepare(a.cache, arch)
@@ -1019,7 +1199,7 @@ def main():
         if not argv:
             ap.error("run needs a command")
         res = run_in_guest(a.cache, argv, timeout=a.timeout, cpus=a.cpus, echo=a.console,
-                           arch=arch)
+                           arch=arch, plugin=a.plugin)
     except GuestSkip as e:
         print(f"skipped: {e}", flush=True)
         return EXIT_SKIP
