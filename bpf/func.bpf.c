@@ -579,19 +579,49 @@ static __always_inline void capture_key(void *ctx, __u64 cookie, struct pmcprof_
 
 /* ---- entry and exit ---- */
 
+/* Which stack a stack pointer is on: 1 on the thread's own (its kernel stack for a kernel
+ * address, its user stack otherwise), 2 elsewhere (an IRQ or softirq stack in the kernel, the
+ * sigaltstack a signal handler runs on in user space). Pointers on different stacks say
+ * nothing about each other's frames. */
+#define PMCPROF_KSTACK_SHIFT 14 /* THREAD_SIZE (16 KiB) of x86-64 and arm64 without KASAN */
+
+/* 1 when v != 0, without a branch (BPF has no set-on-compare: each branch here would double
+ * the paths the verifier walks in the loop that calls it). */
+static __always_inline __u64 nonzero(__u64 v) { return (v | -v) >> 63; }
+
+/* 1 when a < b (unsigned), without a branch: the borrow of a - b. */
+static __always_inline __u64 below(__u64 a, __u64 b) {
+  return ((~a & b) | ((~a | b) & (a - b))) >> 63;
+}
+
+/* The stack of sp: bit 1 kernel (else user), bit 0 not the thread's own. */
+static __always_inline __u64 stack_of(__u64 sp, __u64 kstack, __u64 alt, __u64 alt_size) {
+  const __u64 kernel = sp >> 63;
+  const __u64 off_kstack = nonzero((sp - kstack) >> PMCPROF_KSTACK_SHIFT);
+  const __u64 on_alt = below(sp - alt, alt_size);
+  return (kernel << 1) | (kernel * off_kstack + (1 - kernel) * on_alt);
+}
+
 /* Frames the thread has left without returning: a new entry whose stack pointer is above
  * theirs (the stack grows down), or the same function entered again at the same stack pointer,
  * means they are gone (longjmp, exceptions). Popped and counted as abandoned, so a function
  * left by longjmp cannot fill the stack. (A tail call enters at the same stack pointer as its
- * caller, which is still live: only the same function there counts as gone.) */
+ * caller, which is still live: only the same function there counts as gone.) Only pointers on
+ * the same stack compare: a kprobe in softirq, a signal handler on its sigaltstack, a kernel
+ * function inside a probed user function leave the frames below them alone. */
 __attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u64 sp, __u32 func_id) {
-  if (!t || sp == 0) return 0;
+  if (!t || sp == 0 || t->depth == 0) return 0;
+  struct task_struct *task = bpf_get_current_task_btf();
+  const __u64 kstack = (__u64)BPF_CORE_READ(task, stack);
+  const __u64 alt = BPF_CORE_READ(task, sas_ss_sp), alt_size = BPF_CORE_READ(task, sas_ss_size);
+  const __u64 here = stack_of(sp, kstack, alt, alt_size);
   for (__u32 k = 0; k < PMCPROF_MAX_DEPTH; k++) {
     __u32 depth = t->depth;
     if (depth == 0 || depth > PMCPROF_MAX_DEPTH) break;
     struct frame *f = &t->frames[(depth - 1) & (PMCPROF_MAX_DEPTH - 1)];
+    if (f->sp == 0 || stack_of(f->sp, kstack, alt, alt_size) != here) break;
     const bool gone = f->sp < sp || (f->sp == sp && f->func_id == func_id);
-    if (f->sp == 0 || !gone) break;
+    if (!gone) break;
     stat_inc(f->func_id, STAT_ABANDONED);
     t->depth = depth - 1;
   }
@@ -923,6 +953,11 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   struct frame *f = &t->frames[(level - 1) & (PMCPROF_MAX_DEPTH - 1)];
   bool same_cpu = cpu == t->cpu;
   if (sched_hook || same_cpu) segment_fold(t, cpu, now, &t->rd);
+  /* A switch since acquire() (uprobe programs run preemptible) may have come before the
+   * readings: they would hold the other task's counts and the time off the CPU. Taken into
+   * account before the flags, so the call is not counted (it was only after them). */
+  asm volatile("" ::: "memory");
+  absorb_disturbance(t);
 
   struct pmcprof_record rec;
   __builtin_memset(&rec, 0, PMCPROF_RECORD_HEADER_SIZE);
@@ -1091,9 +1126,34 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   return 0;
 }
 
-/* A user-space frame (a uprobe's call, a region) cannot outlive its program image. */
-static __always_inline bool user_frame(const struct frame *f) {
-  return f->region || (f->sp != 0 && !(f->sp >> 63));
+/* A frame whose call is gone (its program image was replaced by exec): no exit matches its
+ * id, a user-space entry pops it (its stack pointer is below any), and nothing counts for it
+ * again (no function has this id). */
+#define PMCPROF_DEAD_FRAME (PMCPROF_MAX_FUNCS + 1)
+
+/* Frames of user code (uprobe calls, regions) at exec: abandoned. When no kernel function or
+ * syscall frame is in flight (the usual case) the stack is emptied; otherwise they stay as
+ * dead frames until those return (no copying: the verifier walks this loop once per path). */
+__attribute__((noinline)) int drop_user_frames(struct thread_state *t) {
+  if (!t) return 0;
+  __u32 kept = 0;
+  for (__u32 i = 0; i < PMCPROF_MAX_DEPTH; i++) {
+    if (i >= t->depth) break;
+    struct frame *f = &t->frames[frame_index(i)];
+    if (f->func_id == PMCPROF_DEAD_FRAME) continue;
+    /* A region's start, or a call entered with a user stack pointer. */
+    if (f->region || (f->sp != 0 && !(f->sp >> 63))) {
+      stat_inc(f->func_id, STAT_ABANDONED);
+      f->func_id = PMCPROF_DEAD_FRAME;
+      f->region = 0;
+      f->sp = 1;
+    } else {
+      kept = 1;
+    }
+  }
+  /* Frames past the measured depth were never recorded (counted as too deep at entry). */
+  if (kept == 0) t->depth = 0;
+  return 0;
 }
 
 /* At exec the old image's calls and regions are gone without a return: abandoned, so the new
@@ -1104,20 +1164,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   struct thread_state *t = current_state((__u32)bpf_get_current_pid_tgid(), false);
   if (!t || t->depth == 0 || t->busy) return 0;
   acquire(t);
-  __u32 depth = t->depth, w = 0;
-  for (__u32 i = 0; i < PMCPROF_MAX_DEPTH; i++) {
-    if (i >= depth) break;
-    __u32 from = frame_index(i), to = frame_index(w);
-    if (user_frame(&t->frames[from])) {
-      stat_inc(t->frames[from].func_id, STAT_ABANDONED);
-    } else {
-      if (to != from) t->frames[to] = t->frames[from];
-      w++;
-    }
-  }
-  /* Frames past the measured depth were never recorded: they go with the image (counted as
-   * too deep at their entry). */
-  t->depth = w;
+  drop_user_frames(t);
   release(t);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 
 #include "pmcprof/platform/capabilities.hpp"
 #include "pmcprof/platform/system.hpp"
@@ -222,9 +223,28 @@ void make_calls(const CalibrationProbe& p) {
 std::vector<std::uint64_t> bias_values(const ProbeBias& bias) {
   std::vector<std::uint64_t> values;
   for (const auto& v : bias.events) values.push_back(v.value_or(0));
-  values.push_back(bias.wall_ns);
+  values.push_back(std::min(bias.wall_ns, bias.oncpu_ns));
   values.push_back(bias.oncpu_ns);
   return values;
+}
+
+std::vector<std::uint64_t> noise_values(const ProbeBias& bias) {
+  std::vector<std::uint64_t> values;
+  for (const auto& v : bias.events_noise) values.push_back(v.value_or(0));
+  values.push_back(bias.wall_noise_ns);
+  values.push_back(bias.oncpu_noise_ns);
+  return values;
+}
+
+std::optional<std::uint64_t> spread(std::vector<std::uint64_t> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  auto rank = [n](double p) {
+    const auto r = static_cast<std::size_t>(std::ceil(p * static_cast<double>(n)));
+    return std::min(n, std::max<std::size_t>(1, r)) - 1;
+  };
+  return values[rank(0.9)] - values[rank(0.1)];
 }
 
 std::optional<std::uint64_t> median(std::vector<std::uint64_t> values) {
@@ -278,18 +298,22 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
   bias.calls = oncpu.size();
   bias.wall_ns = median(wall).value_or(0);
   bias.oncpu_ns = median(oncpu).value_or(0);
+  bias.wall_noise_ns = spread(wall).value_or(0);
+  bias.oncpu_noise_ns = spread(oncpu).value_or(0);
   for (std::size_t i = 0; i < n_events; ++i) {
     auto m = median(per_event[i]);
     // The empty function's own instructions are its work, not the probe's (and, for cycles,
     // one cycle each: exact under qemu's -icount, about right for two trivial instructions).
     if (m && i < req.own_work_events.size() && req.own_work_events[i]) *m = *m > own ? *m - own : 0;
     bias.events.push_back(m);
+    bias.events_noise.push_back(spread(per_event[i]));
   }
   // A tracepoint pair cannot be calibrated on an empty syscall: its figure includes the
   // syscall's work, so it is stated but not taken off other syscalls.
   bias.subtracted = req.compensate && req.backend != ProbeBackend::tracepoint;
   if (bias.subtracted)
-    for (std::uint32_t id : req.func_ids) object.set_bias(id, bias_values(bias));
+    for (std::uint32_t id : req.func_ids)
+      object.set_bias(id, bias_values(bias), noise_values(bias));
   return bias;
 }
 

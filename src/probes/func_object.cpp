@@ -567,16 +567,21 @@ std::vector<FuncObject::CalibrationSample> FuncObject::calibration_samples() con
   return out;
 }
 
-void FuncObject::set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values) const {
+void FuncObject::set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values,
+                          const std::vector<std::uint64_t>& noise) const {
   if (func_id > PMCPROF_MAX_FUNCS) return;
-  auto* slots = skel_->bss->bias[func_id];
-  for (std::size_t i = 0; i < events_.size() && i < values.size(); ++i)
-    __atomic_store_n(&slots[i], values[i], __ATOMIC_RELAXED);
   const std::size_t n = events_.size();
-  if (values.size() >= n + 2) {
-    __atomic_store_n(&slots[PMCPROF_BIAS_WALL], values[n], __ATOMIC_RELAXED);
-    __atomic_store_n(&slots[PMCPROF_BIAS_ONCPU], values[n + 1], __ATOMIC_RELAXED);
-  }
+  auto store = [n](__u64* slots, const std::vector<std::uint64_t>& v) {
+    for (std::size_t i = 0; i < n && i < v.size(); ++i)
+      __atomic_store_n(&slots[i], v[i], __ATOMIC_RELAXED);
+    if (v.size() >= n + 2) {
+      __atomic_store_n(&slots[PMCPROF_BIAS_WALL], v[n], __ATOMIC_RELAXED);
+      __atomic_store_n(&slots[PMCPROF_BIAS_ONCPU], v[n + 1], __ATOMIC_RELAXED);
+    }
+  };
+  // The floor first: a call that sees the new bias sees its floor.
+  store(skel_->bss->noise[func_id], noise);
+  store(skel_->bss->bias[func_id], values);
 }
 
 std::uint64_t fdinfo_memlock(const std::string& text) {

@@ -35,6 +35,7 @@ Distribution make_distribution(const MeasuredSums& m, const Histogram& h) {
   d.status = CounterStatus::ok;
   d.measured = m.measured;
   d.under_floor = m.under_floor;
+  d.measured_sum = std::max(0.0, static_cast<double>(static_cast<std::int64_t>(m.sum)));
   const double calls = static_cast<double>(m.calls);
   // Every call it ran in, exactly or in part, as measured (signed sums: the bias is taken off
   // each call once); the calls it never ran in at its rate per on-CPU ns of the others.
@@ -50,6 +51,9 @@ Distribution make_distribution(const MeasuredSums& m, const Histogram& h) {
     else
       d.total = ran * calls / static_cast<double>(ran_calls);
   }
+  // Below 0 only when more bias was taken off than the calls measured: a total within the
+  // noise, reported as 0 and flagged by the calls under the floor (never a negative count).
+  if (d.total < 0) d.total = 0;
   d.estimated = m.measured < m.calls;
   d.mean = d.total / calls;
   d.percentiles = m.measured > 0;

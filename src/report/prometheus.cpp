@@ -213,8 +213,7 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
             "1 when the event's total is scaled from the calls it measured to all calls.", el,
             e.per_call.estimated ? 1 : 0);
       // The histogram holds the measured calls: its _sum is theirs, not the scaled total.
-      const double measured_sum =
-          e.per_call.percentiles ? e.per_call.mean * static_cast<double>(e.per_call.measured) : 0;
+      const double measured_sum = e.per_call.percentiles ? e.per_call.measured_sum : 0;
       if (e.unit == "ns") {
         x.add("pmcprof_function_event_seconds_total", "counter",
               "Clock events summed over counted calls, in seconds.", el, e.per_call.total / 1e9);

@@ -53,14 +53,24 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
   if (d.status == CounterStatus::not_supported) return pad_left("<not supported>", 16);
   if (d.status == CounterStatus::not_counted) return pad_left("<not counted>", 16);
   if (d.no_calls) return pad_left(format_amount(0, unit, true), 16) + pad_left("-", 16);
+  // A per-call figure below the noise floor (the spread of the probe bias taken off) is not a
+  // measurement of the function: marked with '*' and explained after the row.
+  auto flagged = [&d](double v, std::string text) { return d.below_floor(v) ? text + "*" : text; };
   std::string cells = pad_left(format_amount(d.total, unit, true), 16) +
-                      pad_left(format_amount(d.mean, unit, false), 16);
-  for (double v : {d.p50, d.p90, d.p99, d.min, d.max})
-    cells += pad_left(d.percentiles ? format_amount(v, unit, false) : "-", 14);
+                      pad_left(flagged(d.mean, format_amount(d.mean, unit, false)), 16);
+  bool any_flag = d.below_floor(d.mean);
+  for (double v : {d.p50, d.p90, d.p99, d.min, d.max}) {
+    cells += pad_left(d.percentiles ? flagged(v, format_amount(v, unit, false)) : "-", 14);
+    any_flag |= d.percentiles && d.below_floor(v);
+  }
   // perf marks a scaled count with its running share; per call, the share of calls measured.
   if (d.estimated)
     cells += "  (estimated: " + format_grouped(static_cast<double>(d.measured), 0) + " of " +
              format_grouped(static_cast<double>(calls), 0) + " calls measured)";
+  if (d.noise_floor && (any_flag || d.under_floor > 0))
+    cells += "  (*: below the noise floor of " + format_amount(*d.noise_floor, unit, false) + ", " +
+             format_grouped(static_cast<double>(d.under_floor), 0) + " of " +
+             format_grouped(static_cast<double>(d.measured), 0) + " calls)";
   return cells;
 }
 
@@ -236,6 +246,11 @@ ojson dist_json(const Distribution& d) {
   j["max"] = exact ? number(d.max) : ojson(nullptr);
   j["measured_calls"] = d.measured;
   j["estimated"] = d.estimated;
+  // With the probe bias taken off: its spread, and the measured calls below it.
+  if (d.noise_floor) {
+    j["noise_floor"] = number(*d.noise_floor);
+    j["calls_under_noise_floor"] = d.under_floor;
+  }
   return j;
 }
 

@@ -175,6 +175,7 @@ struct FunctionSession::State {
   std::uint64_t previous_ns = 0;
   bool live = false;
   std::vector<ProbeBias> biases;
+  std::map<std::uint32_t, std::size_t> bias_of;  // function id -> the bias subtracted from it
   LinkReaper reaper;  // detaches calibration probes while the run goes on
   Fd keep_reading;    // kernel aggregation: a read a minute keeps 32-bit buckets exact
 
@@ -361,7 +362,10 @@ struct FunctionSession::State {
       if (!b.region_kinds.empty() || b.backend != backend || (b.start && *b.start != p.start))
         continue;
       if (b.subtracted)
-        for (auto id : ids) object.set_bias(id, bias_values(b));
+        for (auto id : ids) {
+          object.set_bias(id, bias_values(b), noise_values(b));
+          bias_of[id] = static_cast<std::size_t>(&b - biases.data());
+        }
       return;
     }
     CalibrationRequest req;
@@ -378,6 +382,22 @@ struct FunctionSession::State {
     }
     req.own_work_events = own_work_events();
     biases.push_back(pmcprof::calibrate(object, req, reaper));
+    if (biases.back().subtracted)
+      for (auto id : ids) bias_of[id] = biases.size() - 1;
+  }
+
+  // The noise floors of the bias subtracted from point `func_id`'s calls, on its row.
+  void set_noise_floors(FuncRow& row, std::uint32_t func_id) const {
+    auto it = bias_of.find(func_id);
+    if (it == bias_of.end()) return;
+    const ProbeBias& b = biases[it->second];
+    row.wall.noise_floor = static_cast<double>(b.wall_noise_ns);
+    row.oncpu.noise_floor = static_cast<double>(b.oncpu_noise_ns);
+    for (std::size_t k = 0; k < infos.size() && k < row.events.size(); ++k) {
+      const auto& idx = infos[k].bpf_index;
+      if (idx && *idx < b.events_noise.size() && b.events_noise[*idx])
+        row.events[k].per_call.noise_floor = static_cast<double>(*b.events_noise[*idx]);
+    }
   }
 
   std::vector<ProbeBiasRow> bias_rows() const {
@@ -452,6 +472,7 @@ struct FunctionSession::State {
       std::string value = by_value(key, cgroup_id);
       rows.push_back(make_func_row(p.label, backend, value, s, 0, infos, metrics.infos));
       FuncRow& row = rows.back();
+      set_noise_floors(row, p.func_id);
       row.cgroup_id = cgroup_id;
       row.other = key.other;
       if (plan.by == Breakdown::args && !key.other) row.args = key_values(key.text);

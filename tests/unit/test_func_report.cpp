@@ -780,13 +780,18 @@ TEST(MakeDistribution, UnrunCallsAtTheRatePerOnCpuTime) {
 
 TEST(MakeDistribution, SignedSumsOfCompensatedValues) {
   // Issue 22 (7): with the bias taken off, a call cheaper than the median probe reads below
-  // 0; summed as it is (two's complement), not clamped: the total is not pushed up.
+  // 0; summed as it is (two's complement), not clamped per call: the total is not pushed up.
   Histogram h;
   for (int k = 0; k < 4; ++k) h.add(0);
   const std::uint64_t minus_10 = ~std::uint64_t{10} + 1;  // -10
-  const Distribution d = make_distribution({4, 4, minus_10, 0, 30, 0, 0, 0, 0, 3}, h);
-  EXPECT_DOUBLE_EQ(d.total, -10.0);
+  const Distribution d = make_distribution({4, 4, 40 + minus_10, 0, 30, 0, 0, 0, 0, 3}, h);
+  EXPECT_DOUBLE_EQ(d.total, 30.0);  // per call clamped at 0 it would be 40
   EXPECT_EQ(d.under_floor, 3u);
+  // A total below 0 (more bias taken off than measured) is within the noise: 0, and flagged
+  // by its calls under the floor, never a negative count.
+  const Distribution z = make_distribution({4, 4, minus_10, 0, 30, 0, 0, 0, 0, 4}, h);
+  EXPECT_EQ(z.total, 0.0);
+  EXPECT_EQ(z.under_floor, 4u);
 }
 
 TEST(MakeDistribution, PercentilesOfCountsAreWholeNumbers) {

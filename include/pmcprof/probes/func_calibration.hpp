@@ -46,6 +46,11 @@ struct ProbeBias {
   std::vector<std::optional<std::uint64_t>> events;  // per BPF event: median per call
   std::uint64_t wall_ns = 0;                         // median
   std::uint64_t oncpu_ns = 0;                        // median
+  // The noise floor: the spread of the samples (90th less 10th percentile), per BPF event
+  // (nullopt where none measured), wall and on-CPU. A compensated value below it is flagged.
+  std::vector<std::optional<std::uint64_t>> events_noise;
+  std::uint64_t wall_noise_ns = 0;
+  std::uint64_t oncpu_noise_ns = 0;
 };
 
 struct CalibrationRequest {
@@ -68,8 +73,16 @@ struct CalibrationRequest {
 ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& request,
                     LinkReaper& reaper);
 
-// What set_bias takes for a calibrated backend: per event, then wall, then on-CPU.
+// What set_bias takes for a calibrated backend: per event, then wall, then on-CPU. The wall
+// slot is the on-CPU bias (the probe's time is on-CPU work): a call's two times lose the same,
+// so its on-CPU time stays within its wall time (per-call CPUs utilized never above 1).
 std::vector<std::uint64_t> bias_values(const ProbeBias& bias);
+// The noise floors in the same order.
+std::vector<std::uint64_t> noise_values(const ProbeBias& bias);
+
+// The spread of the values: their 90th less their 10th percentile (nearest rank; 0 for fewer
+// than two values).
+std::optional<std::uint64_t> spread(std::vector<std::uint64_t> values);
 
 // The median of the measured values (nullopt when none), as the calibration uses it.
 std::optional<std::uint64_t> median(std::vector<std::uint64_t> values);

@@ -192,8 +192,9 @@ class FuncObject {
   };
   void reset_calibration() const;
   std::vector<CalibrationSample> calibration_samples() const;
-  // values: per BPF event, then wall, then on-CPU (ns).
-  void set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values) const;
+  // values and noise floors: per BPF event, then wall, then on-CPU (ns).
+  void set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values,
+                const std::vector<std::uint64_t>& noise) const;
 
  private:
   static void destroy(func_bpf* skel);

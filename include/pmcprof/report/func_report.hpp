@@ -25,6 +25,7 @@ struct Distribution {
   double p50 = 0, p90 = 0, p99 = 0;  // over the measured calls, within 1%, inside [min, max]
   double min = 0, max = 0;           // exact, over the measured calls
   std::uint64_t measured = 0;        // calls this quantity measured exactly
+  double measured_sum = 0;           // their sum (the histogram's calls)
   bool estimated = false;            // total scaled from measured (or partly run) calls
   bool percentiles = true;           // false: no call was measured exactly (only in part)
   // A function that was never called: the total is a true 0, per-call figures do not exist.
