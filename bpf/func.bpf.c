@@ -93,9 +93,9 @@ struct frame {
   __u32 func_id;
   __u32 entry_cpu;
   __u32 region; /* a region's start (else a call) */
-  __u32 pad;
-  __u64 sp; /* stack pointer at entry (0: unknown): a later entry at or above it means this
-               frame was left without a return (longjmp) */
+  __u32 hidden; /* the thread's hidden switches at entry */
+  __u64 sp;     /* stack pointer at entry (0: unknown): a later entry at or above it means this
+                   frame was left without a return (longjmp) */
   __u64 wall_start;
   __u64 oncpu_start;
   __u64 cgroup_id;
@@ -127,6 +127,8 @@ struct thread_state {
   __u32 read_errors; /* failed counter reads */
   __u32 seg_invalid; /* no segment to fold: the next reading starts one */
   __u32 off_cpu;     /* switched out with a call in flight, and not yet seen switched in */
+  __u32 hidden;      /* switches the kernel did not report (a missed switch in or out) */
+  __u32 pad;
   __u32 gaps[PMCPROF_MAX_EVENTS]; /* per event: segments it did not run throughout */
   __u32 runs[PMCPROF_MAX_EVENTS]; /* per event: segments it ran in at all */
   __u64 seg_start_ns;
@@ -444,6 +446,7 @@ static __always_inline void absorb_disturbance(struct thread_state *t) {
 static __always_inline void absorb_missed_switch_in(struct thread_state *t) {
   if (!t->off_cpu) return;
   t->off_cpu = 0;
+  t->hidden++;
   t->bad++;
   t->seg_invalid = 1;
 }
@@ -687,6 +690,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
   f->switches = t->switches;
   f->migrations = t->migrations;
   f->bad = t->bad;
+  f->hidden = t->hidden;
   f->read_errors = t->read_errors;
   f->wall_start = now;
   f->oncpu_start = t->oncpu_acc;
@@ -976,6 +980,7 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   /* Without the sched hook, readings on another CPU are another counter: not counted. */
   if (t->bad != f->bad || now < f->wall_start || (!sched_hook && !same_cpu))
     flags |= PMCPROF_REC_NOT_COUNTED;
+  if (t->hidden != f->hidden) flags |= PMCPROF_REC_NOT_COUNTED | PMCPROF_REC_HIDDEN_SWITCH;
   rec.flags = flags;
   fill_deltas(t, f, &rec);
   if (n_key_args) rec.key = f->key;
@@ -1102,7 +1107,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
       acquire(t);
       /* Switched in but never seen switched out: the time on the CPU since the last reading
        * is lost with the segment this starts. Not counted. */
-      if (!seen_out) t->bad++;
+      if (!seen_out) {
+        t->hidden++;
+        t->bad++;
+      }
       if (t->cpu != cpu) t->migrations++;
       struct readings r;
       read_all(&r, cpu);

@@ -172,6 +172,10 @@ static __always_inline __u64 pmcprof_normalize(__u64 dc, __u64 de, __u64 dr) {
 #define PMCPROF_REC_READ_ERROR 0x10u /* a counter read failed during the call */
 /* With the probe bias taken off: the call's wall (on-CPU) time is below the noise floor, the
  * spread of the calibrated bias. Such a value is not a measurement of the function. */
+/* Not counted because the kernel did not report one of the thread's context switches (the
+ * sched_switch tracepoint missed a switch in or out: seen on VMs under load); with
+ * PMCPROF_REC_NOT_COUNTED. */
+#define PMCPROF_REC_HIDDEN_SWITCH 0x80u
 #define PMCPROF_REC_WALL_UNDER_FLOOR 0x20u
 #define PMCPROF_REC_ONCPU_UNDER_FLOOR 0x40u
 
@@ -296,6 +300,7 @@ struct pmcprof_agg {
   __u64 metric_max[PMCPROF_MAX_METRICS];
   __u64 metric_num_sum[PMCPROF_MAX_METRICS]; /* its operands, summed over the calls with a */
   __u64 metric_den_sum[PMCPROF_MAX_METRICS]; /* value: their ratio is the ratio of totals */
+  __u64 hidden_switch; /* not counted calls: a switch the kernel did not report */
 };
 
 /* Histogram indexes within a function's histograms. */
@@ -332,6 +337,7 @@ static __always_inline void pmcprof_agg_add(struct pmcprof_agg* a, const struct 
   if (r->flags & PMCPROF_REC_WALL_UNDER_FLOOR) a->wall_under_floor++;
   if (r->flags & PMCPROF_REC_NOT_COUNTED) {
     a->not_counted++;
+    if (r->flags & PMCPROF_REC_HIDDEN_SWITCH) a->hidden_switch++;
     return;
   }
   a->oncpu_sum += r->oncpu_ns;
@@ -387,6 +393,7 @@ static __always_inline void pmcprof_agg_merge(struct pmcprof_agg* into,
                                               const struct pmcprof_agg* a) {
   into->calls += a->calls;
   into->not_counted += a->not_counted;
+  into->hidden_switch += a->hidden_switch;
   into->slept += a->slept;
   into->migrated += a->migrated;
   into->multiplexed += a->multiplexed;

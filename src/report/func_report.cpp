@@ -202,6 +202,7 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
   row.by_value = by_value;
   row.calls = s.calls;
   row.not_counted = s.not_counted;
+  row.hidden_switches = s.hidden_switch;
   row.lost = lost;
   row.slept = s.slept;
   row.migrated = s.migrated;

@@ -185,6 +185,9 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
     x.add("pmcprof_function_not_counted_calls_total", "counter",
           "Calls whose counters did not run (kept in calls, not in event sums).", fl,
           static_cast<double>(f.not_counted));
+    x.add("pmcprof_function_hidden_switch_calls_total", "counter",
+          "Of the not counted calls, those with a context switch the kernel did not report.", fl,
+          static_cast<double>(f.hidden_switches));
     x.add("pmcprof_function_lost_records_total", "counter",
           "Records of this function the stream dropped.", fl, static_cast<double>(f.lost));
     const std::pair<const char*, std::uint64_t> unmeasured[] = {

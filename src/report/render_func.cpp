@@ -135,8 +135,11 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
     }
     out << "   " << format_grouped(static_cast<double>(f.calls), 0)
         << (f.calls == 1 ? " call, " : " calls, ")
-        << format_grouped(static_cast<double>(f.not_counted), 0) << " not counted, "
-        << format_grouped(static_cast<double>(f.lost), 0) << " lost, "
+        << format_grouped(static_cast<double>(f.not_counted), 0) << " not counted"
+        << (f.hidden_switches ? " (" + format_grouped(static_cast<double>(f.hidden_switches), 0) +
+                                    " at a switch the kernel did not report)"
+                              : std::string())
+        << ", " << format_grouped(static_cast<double>(f.lost), 0) << " lost, "
         << format_grouped(static_cast<double>(f.slept), 0) << " slept, "
         << format_grouped(static_cast<double>(f.migrated), 0) << " migrated";
     if (f.multiplexed)
@@ -353,6 +356,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
     if (f.cgroup_id) fj["cgroup_id"] = *f.cgroup_id;
     fj["calls"] = f.calls;
     fj["not_counted"] = f.not_counted;
+    fj["not_counted_hidden_switch"] = f.hidden_switches;
     fj["lost"] = f.lost;
     fj["slept"] = f.slept;
     fj["migrated"] = f.migrated;

@@ -18,6 +18,7 @@ static_assert(offsetof(FuncScalars, metric_calls) == offsetof(pmcprof_agg, metri
 static_assert(offsetof(FuncScalars, metric_sum_hi) == offsetof(pmcprof_agg, metric_sum_hi));
 static_assert(offsetof(FuncScalars, metric_max) == offsetof(pmcprof_agg, metric_max));
 static_assert(offsetof(FuncScalars, metric_den_sum) == offsetof(pmcprof_agg, metric_den_sum));
+static_assert(offsetof(FuncScalars, hidden_switch) == offsetof(pmcprof_agg, hidden_switch));
 
 namespace {
 
@@ -85,6 +86,7 @@ void FuncStats::subtract(const FuncStats& o) {
   auto sub_signed = [reversed](std::uint64_t& a, std::uint64_t b) { a = reversed ? 0 : a - b; };
   sub(s.calls, o.s.calls);
   sub(s.not_counted, o.s.not_counted);
+  sub(s.hidden_switch, o.s.hidden_switch);
   sub(s.slept, o.s.slept);
   sub(s.migrated, o.s.migrated);
   sub(s.multiplexed, o.s.multiplexed);

@@ -102,7 +102,8 @@ struct FuncRow {
   std::optional<std::uint64_t> open;
   std::uint64_t calls = 0;
   std::uint64_t not_counted = 0;
-  std::uint64_t lost = 0;  // records of this function the stream dropped
+  std::uint64_t hidden_switches = 0;  // of the not counted: a switch the kernel did not report
+  std::uint64_t lost = 0;             // records of this function the stream dropped
   std::uint64_t slept = 0;
   std::uint64_t migrated = 0;
   std::uint64_t multiplexed = 0;

@@ -51,6 +51,7 @@ struct FuncScalars {
   std::array<std::uint64_t, kMaxCallMetrics> metric_max{};
   std::array<std::uint64_t, kMaxCallMetrics> metric_num_sum{};  // operands over the calls
   std::array<std::uint64_t, kMaxCallMetrics> metric_den_sum{};  // with a value
+  std::uint64_t hidden_switch = 0;  // not counted: a switch the kernel did not report
 };
 
 // Everything known about the calls of one function (or one function and one --by key):
