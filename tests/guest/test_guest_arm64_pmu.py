@@ -55,8 +55,15 @@ its per-call mean within 0.5 % and its p50 exact. Metrics per call (issue 11): I
 exactly 1.00 in every call (mean, p50, p90, p99, min, max, ratio of totals; stream and kernel;
 -M CPI too; text and CSV), and with its events multiplexed, IPC only over calls both events
 measured (instructions:u and cycles:u both multiplexed), still 1.00, the rest counted as
-unmeasured. kprobe and fentry: cycles == instructions per
-call (every event's window the same), both backends' bias calibrated.
+unmeasured. Multiplexed totals over calls of very different lengths (issue 22, defect 1): alt_fn
+alternating 2,002- and 2,000,002-instruction calls (~2 us and ~2 ms), 400 calls, 8 events on 6
+counters: every event's total, in the stream and the kernel aggregation, within 2 % of the
+unmultiplexed run of the same workload (itself exactly 200 x (2,002 + 2,000,002) = 400,400,800,
+every call exact) and of that exact sum. Measured (at eae58e9, 7 runs, 56 totals): each event
+measured 283-295 of the 400 calls exactly; every total low, by 0.09-1.71 % (mean ~0.7 %): a
+margin of 0.3 % under the bound in the worst run; the kernel's aggregation equal to the
+stream's in every run. The two runs add ~6 s of emulator time. kprobe and fentry: cycles ==
+instructions per call (every event's window the same), both backends' bias calibrated.
 Times measured inside the emulator are not performance figures.
 """
 import argparse
@@ -91,6 +98,13 @@ N_CALLS = 1000
 EXACT_FN_INSNS = 202              # pmu_workload.c: mov, 100 x (subs, b.ne), ret
 N_SEND = 200
 N_MUX_CALLS = 20000               # ~40 ms of calls: the 4 ms multiplexing timer rotates ~10 times
+# Multiplexed totals over calls of very different lengths (issue 22, defect 1): alt_fn alternates
+# a short and a long call (pmu_workload.c); 400 calls are ~400 ms of guest time, ~100 rotations
+# of the 4 ms multiplexing timer.
+N_ALT_CALLS = 400
+ALT_SHORT_INSNS, ALT_LONG_INSNS = 2002, 2000002   # ~2 us and ~2 ms: mov, loops x (subs, b.ne), ret
+ALT_EVENTS = MUX_EVENTS[:8]      # 8 events on 6 counters
+ALT_TOLERANCE = 0.02
 # -M in function mode: four metrics the guest's PMU can count per call, and one it cannot (qemu's
 # cortex-a57 has no generic branch events: <not supported>, explained, never 0).
 PER_CALL_METRICS = ["IPC", "CPI", "GHz", "CPUs_utilized"]
@@ -185,6 +199,12 @@ def make_plan(pmcprof, workload, tcp_pair):
     # the guest cannot count), in both aggregations.
     p.stat("metric_fn_many", None, exact,
            extra=["-M", ",".join(MANY_METRICS), *exact_fn, "--aggregate", "both"])
+    # Defect 1 of issue 22: 8 events on 6 counters over alternating 2 us and 2 ms calls, and the
+    # same workload with one event (unmultiplexed), both aggregations.
+    alt = [workload, "alt_calls", str(N_ALT_CALLS)]
+    alt_fn = ["--func", f"{workload}:alt_fn", "--aggregate", "both"]
+    p.stat("alt_ref", "instructions:u", alt, extra=alt_fn)
+    p.stat("alt_mux", ",".join(ALT_EVENTS), alt, extra=alt_fn)
     for backend in ("kprobe", "fentry"):
         p.stat(f"tcp_{backend}", "cycles,instructions", [tcp_pair, "send", str(N_SEND)],
                extra=["--func", "tcp_sendmsg", "--backend", backend])
@@ -545,6 +565,76 @@ def check_exact_fn(C, R):
                 str(ev.get("p50")))
 
 
+def check_alt_mux(C, R):
+    """Issue 22, defect 1: with more events than counters, an event runs through only some calls;
+    its total must still cover every call. alt_fn alternates 2,002- and 2,000,002-instruction
+    calls: every event's total (stream and kernel aggregation) within ALT_TOLERANCE of the
+    unmultiplexed run of the same workload and of the exact sum N/2 x (short + long)."""
+    expect = N_ALT_CALLS // 2 * (ALT_SHORT_INSNS + ALT_LONG_INSNS)
+    log(f"\n== alt_fn: {N_ALT_CALLS} calls alternating {ALT_SHORT_INSNS} and {ALT_LONG_INSNS} "
+        f"instructions (exact sum {expect}), {len(ALT_EVENTS)} events on {GENERAL_COUNTERS} "
+        "counters")
+    ref_rep, mux_rep = R.json("alt_ref") or {}, R.json("alt_mux") or {}
+    ref_row, mux_row = one_function(R, "alt_ref"), one_function(R, "alt_mux")
+    if not C.check(R.rc("alt_ref") == 0 and ref_row is not None and R.rc("alt_mux") == 0 and
+                   mux_row is not None, "alt_fn: both runs exit 0 with one function row",
+                   R.describe("alt_ref") + "; " + R.describe("alt_mux")):
+        return
+
+    def views(rep, row):
+        krow = ((rep.get("kernel_view") or {}).get("functions") or [None])[0] or {}
+        return (("stream", row), ("kernel", krow))
+
+    ref = None
+    for view, r in views(ref_rep, ref_row):
+        ev = (r.get("events") or {}).get("instructions:u") or {}
+        total = ev.get("total")
+        log(f"  unmultiplexed ({view}): calls {r.get('calls')} not counted {r.get('not_counted')}"
+            f" multiplexed {r.get('multiplexed')}; instructions:u total {total} "
+            f"({total - expect:+d} vs the exact sum), measured {ev.get('measured_calls')}, "
+            f"min {ev.get('min')} max {ev.get('max')}" if isinstance(total, int) else
+            f"  unmultiplexed ({view}): {r}")
+        C.check(r.get("calls") == N_ALT_CALLS and r.get("not_counted") == 0,
+                f"alt_ref ({view}): all {N_ALT_CALLS} calls counted", function_line(r))
+        C.check(ev.get("estimated") is False and ev.get("measured_calls") == N_ALT_CALLS and
+                (ev.get("min"), ev.get("max")) == (ALT_SHORT_INSNS, ALT_LONG_INSNS),
+                f"alt_ref ({view}): every call measured, min and max exact", str(ev))
+        C.check(total == expect, f"alt_ref ({view}): the unmultiplexed total is the exact sum",
+                f"{total} vs {expect}")
+        if view == "stream":
+            ref = total
+    if not isinstance(ref, int):
+        return
+    errs = []
+    for view, r in views(mux_rep, mux_row):
+        counted = r.get("calls", 0) - r.get("not_counted", 0)
+        log(f"  multiplexed ({view}): calls {r.get('calls')} not counted {r.get('not_counted')} "
+            f"multiplexed {r.get('multiplexed')}")
+        C.check(r.get("calls") == N_ALT_CALLS and r.get("not_counted") == 0,
+                f"alt_mux ({view}): all {N_ALT_CALLS} calls counted", function_line(r))
+        evs = r.get("events") or {}
+        C.check(list(evs) == ALT_EVENTS, f"alt_mux ({view}): {len(ALT_EVENTS)} events, as asked",
+                str(list(evs)))
+        for name in ALT_EVENTS:
+            ev = evs.get(name) or {}
+            total = ev.get("total")
+            ok = isinstance(total, (int, float))
+            err, err_x = ((total - ref) / ref, (total - expect) / expect) if ok else (None, None)
+            errs.append(max(abs(err), abs(err_x)) if ok else 1.0)
+            log(f"    {name}: total {total} "
+                + (f"({100 * err:+.3f} % vs unmultiplexed, {100 * err_x:+.3f} % vs exact) "
+                   if ok else "")
+                + f"measured {ev.get('measured_calls')} of {counted}, min {ev.get('min')} "
+                f"p50 {ev.get('p50')} max {ev.get('max')}, estimated {ev.get('estimated')}")
+            C.check(ev.get("status") == "ok" and ev.get("estimated") is True and
+                    0 < (ev.get("measured_calls") or 0) < counted,
+                    f"alt_mux ({view}) {name}: multiplexed, some calls measured exactly", str(ev))
+            C.check(ok and abs(err) <= ALT_TOLERANCE and abs(err_x) <= ALT_TOLERANCE,
+                    f"alt_mux ({view}) {name}: total within {100 * ALT_TOLERANCE:.0f} % of the "
+                    "unmultiplexed run and of the exact sum", f"{total} vs {ref} / {expect}")
+    log(f"  largest error over both views {100 * max(errs):.3f} %")
+
+
 def check_call_metrics(C, R):
     """Metrics per call (issue 11) on exact_fn, where every call runs 202 user instructions in
     202 cycles: IPC is exactly 1.00 in every call (mean, p50, p90, p99, min, max and the ratio of
@@ -705,6 +795,7 @@ def host_main(args):
     check_perf_compat(C, R, constant)
     check_functions(C, R)
     check_exact_fn(C, R)
+    check_alt_mux(C, R)
     check_call_metrics(C, R)
     check_kernel_windows(C, R)
     times = ", ".join(f"{name} {R.seconds(name):.1f}" for name, _ in plan.steps
