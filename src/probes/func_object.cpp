@@ -184,6 +184,8 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   bpf_program__set_autoload(skel->progs.on_switch, config.sched_hook);
   bpf_program__set_autoload(skel->progs.on_fork, config.follow_tgids);
   bpf_program__set_autoload(skel->progs.on_task_exit, hash_store || config.follow_tgids);
+  // exec ends the old image's calls and regions (frames exist only with entry/exit programs).
+  bpf_program__set_autoload(skel->progs.on_exec, config.probe_programs || config.syscall_programs);
   LibbpfQuiet::clear_verdict();
   check_bpf_load(func_bpf__load(skel), "function-mode");
   obj.events_.fill(bpf_map__fd(skel->maps.counters), counters);
@@ -409,6 +411,8 @@ std::vector<BpfLink> FuncObject::attach_scheduler_hooks() const {
   if (store_ == ThreadStore::hash || config_.follow_tgids)
     links.push_back(
         check_link(bpf_program__attach(skel_->progs.on_task_exit), "sched_process_exit"));
+  if (config_.probe_programs || config_.syscall_programs)
+    links.push_back(check_link(bpf_program__attach(skel_->progs.on_exec), "sched_process_exec"));
   return links;
 }
 

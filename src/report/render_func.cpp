@@ -144,10 +144,13 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
         << format_grouped(static_cast<double>(f.migrated), 0) << " migrated";
     if (f.multiplexed)
       out << ", " << format_grouped(static_cast<double>(f.multiplexed), 0) << " multiplexed";
-    if (f.kind == "region" && (f.depth_overflow || f.unmatched_exits))
+    if (f.kind == "region" && (f.depth_overflow || f.unmatched_exits || f.abandoned))
       out << ", " << format_grouped(static_cast<double>(f.depth_overflow), 0) << " too deep, "
-          << format_grouped(static_cast<double>(f.unmatched_exits), 0)
-          << " ends without a start (not measured)";
+          << format_grouped(static_cast<double>(f.unmatched_exits), 0) << " ends without a start"
+          << (f.abandoned ? ", " + format_grouped(static_cast<double>(f.abandoned), 0) +
+                                " starts left behind (the thread exec'd or its stack unwound)"
+                          : std::string())
+          << " (not measured)";
     else if (f.depth_overflow || f.unmatched_exits || f.abandoned)
       out << ", " << format_grouped(static_cast<double>(f.depth_overflow), 0) << " too deep, "
           << format_grouped(static_cast<double>(f.unmatched_exits), 0) << " unmatched returns, "

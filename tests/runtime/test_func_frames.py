@@ -15,11 +15,7 @@ abandoned "never returned", open "starts never ended"), never a time.
   (the text report's "16 never returned"), 4 too deep, no unmatched return. `exec_regions 20
   100`: 20 regions started and never ended at exec (16 frames, 4 too deep): leaf 100 calls;
   the region 0 calls, 16 abandoned, 4 too deep, none open. (Before: the stale frames stayed, so
-  every leaf call was too deep: 100 of 100.) Both are expected failures for now: bpf's on_exec
-  (tp_btf/sched_process_exec) is loaded but never attached (FuncObject::attach_scheduler_hooks
-  attaches on_switch, on_fork and on_task_exit only), so the old image's frames still pile up.
-  With on_exec attached both pass; then drop the decorators (an unexpected success fails the
-  script, so it cannot be forgotten).
+  every leaf call was too deep: 100 of 100; and until on_exec was attached, the same.)
 - signal handlers on a sigaltstack (defect 6): `altstack 100 below`: f() signals its own thread
   100 times and the SA_ONSTACK handler calls h() on an alt stack below the thread's stack: f and
   h 100 calls each, nothing abandoned or unmatched. This does not tell the fix from the code
@@ -43,10 +39,6 @@ DEPTH = 20  # deeper than the BPF stack of 16 frames
 MAX_DEPTH = 16
 
 NOT_MEASURED = ("depth_overflow", "unmatched_exits", "abandoned")
-
-# on_exec is not attached yet (see the docstring): remove once it is.
-EXEC_NOT_ATTACHED = unittest.expectedFailure
-
 
 class FramesTest(unittest.TestCase):
     @classmethod
@@ -92,7 +84,6 @@ class FramesTest(unittest.TestCase):
                                              "unmatched_exits": 0, "abandoned": 0, "open": 0},
                        f"[{agg}]")
 
-    @EXEC_NOT_ATTACHED
     def test_exec_deep_in_a_probed_recursion(self):
         args = ["--func", self.sym("descend"), "--func", self.sym("leaf")]
         command = [self.wl, "exec_deep", str(DEPTH), str(N)]
@@ -108,7 +99,6 @@ class FramesTest(unittest.TestCase):
         self.assertRegex(text, rf"{DEPTH - MAX_DEPTH} too deep, 0 unmatched returns, "
                                rf"{MAX_DEPTH} never returned \(not measured\)")
 
-    @EXEC_NOT_ATTACHED
     def test_exec_with_regions_never_ended(self):
         s = self.stat(["--region", self.region(), "--func", self.sym("leaf")],
                       [self.wl, "exec_regions", str(DEPTH), str(N)])
