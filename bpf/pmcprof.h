@@ -179,6 +179,10 @@ static __always_inline __u64 pmcprof_normalize(__u64 dc, __u64 de, __u64 dr) {
 #define PMCPROF_REC_WALL_UNDER_FLOOR 0x20u
 #define PMCPROF_REC_ONCPU_UNDER_FLOOR 0x40u
 
+/* Multiplexed-out calls: on-CPU time below which a call is short (see pmcprof_agg). A tenth
+ * of the shortest rotation interval the kernel uses (1 ms, perf_event_mux_interval_ms). */
+#define PMCPROF_SHORT_CALL_NS 100000ull
+
 /* Aggregation modes (rodata agg_mode bits). */
 #define PMCPROF_AGG_STREAM 0x1u
 #define PMCPROF_AGG_KERNEL 0x2u
@@ -282,14 +286,20 @@ struct pmcprof_agg {
   __u64 max[PMCPROF_MAX_EVENTS];
   __u64 partial[PMCPROF_MAX_EVENTS];    /* calls it ran through only in part */
   __u64 scaled_sum[PMCPROF_MAX_EVENTS]; /* their enabled/running-scaled deltas */
-  /* On-CPU time of the counted calls the event never ran in: their share of the total is
-   * estimated from the rate the event had over the on-CPU time of the calls it ran in
-   * (multiplexing leaves short calls out more often than long ones: a per-call scaling
-   * would weigh the short ones too much). */
-  __u64 unrun_oncpu[PMCPROF_MAX_EVENTS];
-  __u64 under_floor[PMCPROF_MAX_EVENTS]; /* measured calls below the noise floor */
-  __u64 wall_under_floor;                /* calls whose wall time is below it */
-  __u64 oncpu_under_floor;               /* counted calls whose on-CPU time is */
+  /* The counted calls an event never ran in (multiplexed out) are estimated per stratum of
+   * on-CPU time (PMCPROF_SHORT_CALL_NS): a call much shorter than the kernel's rotation
+   * interval is left out whatever its size, so those are the mean of the short calls it
+   * measured; a longer one is left out less often the longer it is, so those are its rate per
+   * on-CPU ns over the long calls it measured. (One per-call scaling weighs short calls too
+   * much where sizes differ; one rate per ns is noise where every call is tiny.) */
+  __u64 short_measured[PMCPROF_MAX_EVENTS];      /* measured calls under the threshold ... */
+  __u64 short_sum[PMCPROF_MAX_EVENTS];           /* ... and their sum */
+  __u64 long_measured_oncpu[PMCPROF_MAX_EVENTS]; /* on-CPU ns of the measured calls above it */
+  __u64 short_unrun[PMCPROF_MAX_EVENTS];         /* calls under it the event never ran in */
+  __u64 unrun_oncpu[PMCPROF_MAX_EVENTS];         /* on-CPU ns of those above it */
+  __u64 under_floor[PMCPROF_MAX_EVENTS];         /* measured calls below the noise floor */
+  __u64 wall_under_floor;                        /* calls whose wall time is below it */
+  __u64 oncpu_under_floor;                       /* counted calls whose on-CPU time is */
   /* Per-call metrics (struct pmcprof_metric), over the counted calls: */
   __u64 metric_calls[PMCPROF_MAX_METRICS];      /* with a value */
   __u64 metric_unmeasured[PMCPROF_MAX_METRICS]; /* an operand did not run through the call */
@@ -346,16 +356,26 @@ static __always_inline void pmcprof_agg_add(struct pmcprof_agg* a, const struct 
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     __u64 d = r->delta[i];
+    const __u64 oncpu = pmcprof_nonneg(r->oncpu_ns);
+    const bool short_call = oncpu < PMCPROF_SHORT_CALL_NS;
     if (r->measured & (1u << i)) {
       a->measured[i]++;
       a->sum[i] += d;
       pmcprof_min_max(&a->min_inv[i], &a->max[i], pmcprof_nonneg(d));
       if (r->under_floor & (1u << i)) a->under_floor[i]++;
+      if (short_call) {
+        a->short_measured[i]++;
+        a->short_sum[i] += d;
+      } else {
+        a->long_measured_oncpu[i] += oncpu;
+      }
     } else if (r->ran & (1u << i)) {
       a->partial[i]++;
       a->scaled_sum[i] += d;
+    } else if (short_call) {
+      a->short_unrun[i]++;
     } else {
-      a->unrun_oncpu[i] += pmcprof_nonneg(r->oncpu_ns);
+      a->unrun_oncpu[i] += oncpu;
     }
   }
 }
@@ -411,6 +431,10 @@ static __always_inline void pmcprof_agg_merge(struct pmcprof_agg* into,
     if (a->max[i] > into->max[i]) into->max[i] = a->max[i];
     into->partial[i] += a->partial[i];
     into->scaled_sum[i] += a->scaled_sum[i];
+    into->short_measured[i] += a->short_measured[i];
+    into->short_sum[i] += a->short_sum[i];
+    into->long_measured_oncpu[i] += a->long_measured_oncpu[i];
+    into->short_unrun[i] += a->short_unrun[i];
     into->unrun_oncpu[i] += a->unrun_oncpu[i];
     into->under_floor[i] += a->under_floor[i];
   }

@@ -14,6 +14,30 @@ namespace {
 // Percentile p of whole counts (events, ns) with exact min and max: the nearest rank's value
 // is the min at the first rank and the max at the last (known exactly beside the histogram),
 // else its bucket's representative (within 1 %), rounded: a count has no decimals.
+double signed_sum(std::uint64_t v) {
+  return static_cast<double>(static_cast<std::int64_t>(v));
+}
+
+// The calls a quantity never ran in (multiplexed out), per stratum of on-CPU time (see
+// MeasuredSums); `ran_mean`: the mean of the calls it ran in, where a stratum measured none.
+double unrun_estimate(const MeasuredSums& m, double ran_mean) {
+  const std::uint64_t unrun = m.calls - m.measured - m.partial;
+  const std::uint64_t short_unrun = std::min(m.short_unrun, unrun);
+  const std::uint64_t long_unrun = unrun - short_unrun;
+  // Short calls left out: the mean of the short calls measured.
+  double est =
+      static_cast<double>(short_unrun) *
+      (m.short_measured > 0 ? signed_sum(m.short_sum) / static_cast<double>(m.short_measured)
+                            : ran_mean);
+  // Long calls left out: the rate per on-CPU ns of the long calls measured.
+  if (long_unrun > 0 && m.long_measured_oncpu > 0)
+    est += (signed_sum(m.sum) - signed_sum(m.short_sum)) * static_cast<double>(m.unrun_oncpu) /
+           static_cast<double>(m.long_measured_oncpu);
+  else if (long_unrun > 0)
+    est += static_cast<double>(long_unrun) * ran_mean;
+  return est;
+}
+
 double exact_percentile(const Histogram& h, double p, double min, double max) {
   const auto n = static_cast<double>(h.count());
   const double rank = std::max(1.0, std::ceil(p * n));
@@ -39,18 +63,10 @@ Distribution make_distribution(const MeasuredSums& m, const Histogram& h) {
   const double calls = static_cast<double>(m.calls);
   // Every call it ran in, exactly or in part, as measured (signed sums: the bias is taken off
   // each call once); the calls it never ran in at its rate per on-CPU ns of the others.
-  const double ran = static_cast<double>(static_cast<std::int64_t>(m.sum)) +
-                     static_cast<double>(static_cast<std::int64_t>(m.scaled_sum));
+  const double ran = signed_sum(m.sum) + signed_sum(m.scaled_sum);
   const std::uint64_t ran_calls = m.measured + m.partial;
   d.total = ran;
-  if (ran_calls < m.calls) {
-    const std::uint64_t oncpu = static_cast<std::int64_t>(m.oncpu) > 0 ? m.oncpu : 0;
-    const std::uint64_t ran_oncpu = oncpu > m.unrun_oncpu ? oncpu - m.unrun_oncpu : 0;
-    if (ran_oncpu > 0)
-      d.total += ran * static_cast<double>(m.unrun_oncpu) / static_cast<double>(ran_oncpu);
-    else
-      d.total = ran * calls / static_cast<double>(ran_calls);
-  }
+  if (ran_calls < m.calls) d.total += unrun_estimate(m, ran / static_cast<double>(ran_calls));
   // Below 0 only when more bias was taken off than the calls measured: a total within the
   // noise, reported as 0 and flagged by the calls under the floor (never a negative count).
   if (d.total < 0) d.total = 0;
@@ -210,10 +226,10 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
   row.read_errors = s.read_errors;
   const std::uint64_t counted = st.counted_calls();
   row.wall = make_distribution({s.calls, s.calls, s.wall_sum, min_of(s.wall_min_inv), s.wall_max, 0,
-                                0, 0, 0, s.wall_under_floor},
+                                0, 0, 0, 0, 0, 0, s.wall_under_floor},
                                st.wall);
   row.oncpu = make_distribution({counted, counted, s.oncpu_sum, min_of(s.oncpu_min_inv),
-                                 s.oncpu_max, 0, 0, 0, 0, s.oncpu_under_floor},
+                                 s.oncpu_max, 0, 0, 0, 0, 0, 0, 0, s.oncpu_under_floor},
                                 st.oncpu);
   // A function called only in disturbed calls: nothing measured, though it was called.
   if (s.calls > 0 && counted == 0) row.oncpu = Distribution{};
@@ -229,7 +245,8 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
     } else if (const std::size_t i = *info.bpf_index; i < st.n_events()) {
       e.per_call = make_distribution(
           {counted, s.measured[i], s.sum[i], min_of(s.min_inv[i]), s.max[i], s.partial[i],
-           s.scaled_sum[i], s.oncpu_sum, s.unrun_oncpu[i], s.under_floor[i]},
+           s.scaled_sum[i], s.short_measured[i], s.short_sum[i], s.long_measured_oncpu[i],
+           s.short_unrun[i], s.unrun_oncpu[i], s.under_floor[i]},
           st.hist[i]);
       if (s.calls > 0 && counted == 0) e.per_call = Distribution{};
       e.histogram = st.hist[i];

@@ -12,6 +12,7 @@ namespace pmcprof {
 static_assert(sizeof(FuncScalars) == sizeof(pmcprof_agg));
 static_assert(offsetof(FuncScalars, measured) == offsetof(pmcprof_agg, measured));
 static_assert(offsetof(FuncScalars, scaled_sum) == offsetof(pmcprof_agg, scaled_sum));
+static_assert(offsetof(FuncScalars, short_measured) == offsetof(pmcprof_agg, short_measured));
 static_assert(offsetof(FuncScalars, unrun_oncpu) == offsetof(pmcprof_agg, unrun_oncpu));
 static_assert(offsetof(FuncScalars, oncpu_under_floor) == offsetof(pmcprof_agg, oncpu_under_floor));
 static_assert(offsetof(FuncScalars, metric_calls) == offsetof(pmcprof_agg, metric_calls));
@@ -115,6 +116,10 @@ void FuncStats::subtract(const FuncStats& o) {
     sub_signed(s.sum[i], o.s.sum[i]);
     sub(s.partial[i], o.s.partial[i]);
     sub_signed(s.scaled_sum[i], o.s.scaled_sum[i]);
+    sub(s.short_measured[i], o.s.short_measured[i]);
+    sub_signed(s.short_sum[i], o.s.short_sum[i]);
+    sub(s.long_measured_oncpu[i], o.s.long_measured_oncpu[i]);
+    sub(s.short_unrun[i], o.s.short_unrun[i]);
     sub(s.unrun_oncpu[i], o.s.unrun_oncpu[i]);
     sub(s.under_floor[i], o.s.under_floor[i]);
     hist[i].subtract(o.hist[i]);

@@ -764,16 +764,26 @@ TEST(MakeDistribution, PartialCallsKeepTheirScaledValues) {
   EXPECT_EQ(d.p50, 100.0);
 }
 
-TEST(MakeDistribution, UnrunCallsAtTheRatePerOnCpuTime) {
-  // Multiplexing leaves short calls out more often than long ones: two short calls measured
-  // (100 each, 100 ns on CPU each), a long one in part (100,000 over 100,000 ns), and a long
-  // one the event never ran in (100,000 ns on CPU). Its share is the rate of the others over
-  // its on-CPU time: 1 per ns, 100,000; a per-call scaling would add a third of the rest.
-  const Distribution d =
-      make_distribution({4, 2, 200, 100, 100, 1, 100000, 200200, 100000, 0}, Histogram{});
+TEST(MakeDistribution, UnrunCallsPerStratumOfOnCpuTime) {
+  // Multiplexing leaves short calls out whatever their size, long ones less often the longer
+  // they are. Short calls (under PMCPROF_SHORT_CALL_NS on CPU): 2 measured (100 each), 3 left
+  // out: 100 each. Long: one measured (100,000 over 100,000 ns), one in part (100,000 scaled),
+  // one left out (100,000 ns on CPU): 1 per ns, 100,000. A per-call scaling of the calls it
+  // ran in would read 200,200 x 8 / 4 = 400,400.
+  const Distribution d = make_distribution(
+      {8, 3, 100200, 100, 100000, 1, 100000, 2, 200, 100000, 3, 100000, 0}, Histogram{});
   EXPECT_TRUE(d.estimated);
-  EXPECT_DOUBLE_EQ(d.total, 200200.0);
-  // Without on-CPU time (wall time has none): the mean of the calls it ran in.
+  EXPECT_DOUBLE_EQ(d.total, 300500.0);
+  // Every call tiny (the noise of on-CPU time would swamp a rate per ns): the calls left out
+  // are the mean of those measured, exactly 202 here.
+  const Distribution tiny =
+      make_distribution({10, 7, 7 * 202, 202, 202, 0, 0, 7, 7 * 202, 0, 3, 0, 0}, Histogram{});
+  EXPECT_DOUBLE_EQ(tiny.mean, 202.0);
+  // No long call measured: those left out are the mean of every call it ran in (200 + 1,000
+  // over 3 calls); without any stratum data (wall time), likewise.
+  const Distribution none =
+      make_distribution({4, 2, 200, 100, 100, 1, 1000, 2, 200, 0, 0, 5000, 0}, Histogram{});
+  EXPECT_DOUBLE_EQ(none.total, 1200.0 + 400.0);
   const Distribution m = make_distribution({8, 2, 400, 100, 300, 5, 99999}, Histogram{});
   EXPECT_DOUBLE_EQ(m.total, (400.0 + 99999.0) * 8 / 7);
 }
@@ -784,12 +794,12 @@ TEST(MakeDistribution, SignedSumsOfCompensatedValues) {
   Histogram h;
   for (int k = 0; k < 4; ++k) h.add(0);
   const std::uint64_t minus_10 = ~std::uint64_t{10} + 1;  // -10
-  const Distribution d = make_distribution({4, 4, 40 + minus_10, 0, 30, 0, 0, 0, 0, 3}, h);
+  const Distribution d = make_distribution({4, 4, 40 + minus_10, 0, 30, 0, 0, 0, 0, 0, 0, 0, 3}, h);
   EXPECT_DOUBLE_EQ(d.total, 30.0);  // per call clamped at 0 it would be 40
   EXPECT_EQ(d.under_floor, 3u);
   // A total below 0 (more bias taken off than measured) is within the noise: 0, and flagged
   // by its calls under the floor, never a negative count.
-  const Distribution z = make_distribution({4, 4, minus_10, 0, 30, 0, 0, 0, 0, 4}, h);
+  const Distribution z = make_distribution({4, 4, minus_10, 0, 30, 0, 0, 0, 0, 0, 0, 0, 4}, h);
   EXPECT_EQ(z.total, 0.0);
   EXPECT_EQ(z.under_floor, 4u);
 }

@@ -402,15 +402,22 @@ TEST(FuncStats, CompensatedValuesSumSignedAndCountUnderTheFloor) {
   EXPECT_EQ(st.s.oncpu_under_floor, 1u);
 }
 
-TEST(FuncStats, UnrunCallsKeepTheirOnCpuTime) {
-  // Issue 22 (1): the on-CPU time of the calls an event never ran in (multiplexed out), the
-  // basis of their share of its total.
+TEST(FuncStats, UnrunCallsPerStratumOfOnCpuTime) {
+  // Issue 22 (1): per event, the calls it measured and those it never ran in (multiplexed
+  // out), short (under PMCPROF_SHORT_CALL_NS on CPU: counted) or long (their on-CPU time).
   FuncStats st(2);
   st.add(rec(0, 10, 10, {7, 7}));
+  st.add(rec(0, 300000, 200000, {9, 9}));
   st.add(rec(0, 500, 400, {9, 9}, PMCPROF_REC_MULTIPLEXED, 100, "app", 0, 0x1, 0x1));
+  st.add(rec(0, 500000, 300000, {9, 9}, PMCPROF_REC_MULTIPLEXED, 100, "app", 0, 0x1, 0x1));
+  EXPECT_EQ(st.s.short_measured[0], 2u);
+  EXPECT_EQ(st.s.short_sum[0], 16u);
+  EXPECT_EQ(st.s.long_measured_oncpu[0], 500000u);
+  EXPECT_EQ(st.s.short_measured[1], 1u);
+  EXPECT_EQ(st.s.long_measured_oncpu[1], 200000u);
+  EXPECT_EQ(st.s.short_unrun[1], 1u);
+  EXPECT_EQ(st.s.unrun_oncpu[1], 300000u);
   EXPECT_EQ(st.s.unrun_oncpu[0], 0u);
-  EXPECT_EQ(st.s.unrun_oncpu[1], 400u);
-  EXPECT_EQ(st.s.measured[1], 1u);
 }
 
 // ---- stream and kernel aggregation: the same calls give the same numbers ----

@@ -177,10 +177,12 @@ struct FuncEventInfo {
 // (sum, min, max, histogram), `partial` more only in part (their scaled sum). Status ok with
 // no_calls when nothing was called; not-counted when calls happened and none was measured.
 // Sums of compensated values are signed (two's complement, bpf/pmcprof.h).
-// The calls that neither measured nor ran in part (multiplexed out) are estimated from the
-// rate the quantity had over the on-CPU time of the calls it did run in (`oncpu`: of all
-// counted calls, `unrun_oncpu`: of those it never ran in), as perf scales a count by
-// enabled/running time; without on-CPU time, from the mean of the calls it ran in.
+// The calls that neither measured nor ran in part (multiplexed out) are estimated per stratum
+// of on-CPU time (bpf/pmcprof.h, PMCPROF_SHORT_CALL_NS): the short ones (`short_unrun`) at the
+// mean of the short calls measured (`short_sum` / `short_measured`), the long ones at the rate
+// per on-CPU ns of the long calls measured ((sum - short_sum) / `long_measured_oncpu`) times
+// their on-CPU time (`unrun_oncpu`), as perf scales a count by enabled/running time. Where a
+// stratum measured nothing: the mean of every call it ran in, exactly or in part.
 struct MeasuredSums {
   std::uint64_t calls = 0;
   std::uint64_t measured = 0;
@@ -188,7 +190,10 @@ struct MeasuredSums {
   std::uint64_t min = 0, max = 0;
   std::uint64_t partial = 0;
   std::uint64_t scaled_sum = 0;
-  std::uint64_t oncpu = 0;
+  std::uint64_t short_measured = 0;
+  std::uint64_t short_sum = 0;
+  std::uint64_t long_measured_oncpu = 0;
+  std::uint64_t short_unrun = 0;
   std::uint64_t unrun_oncpu = 0;
   std::uint64_t under_floor = 0;  // measured calls below the noise floor
 };

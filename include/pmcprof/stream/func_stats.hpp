@@ -35,10 +35,13 @@ struct FuncScalars {
   std::array<std::uint64_t, kMaxBpfEvents> max{};
   std::array<std::uint64_t, kMaxBpfEvents> partial{};     // calls it ran through in part
   std::array<std::uint64_t, kMaxBpfEvents> scaled_sum{};  // their scaled deltas
-  // On-CPU ns of the counted calls the event never ran in (their share is estimated from the
-  // event's rate over the on-CPU time of the calls it ran in).
-  std::array<std::uint64_t, kMaxBpfEvents> unrun_oncpu{};
-  std::array<std::uint64_t, kMaxBpfEvents> under_floor{};  // measured calls below the floor
+  // Multiplexed-out calls, per stratum of on-CPU time (bpf/pmcprof.h, pmcprof_agg):
+  std::array<std::uint64_t, kMaxBpfEvents> short_measured{};       // measured short calls
+  std::array<std::uint64_t, kMaxBpfEvents> short_sum{};            // ... their sum
+  std::array<std::uint64_t, kMaxBpfEvents> long_measured_oncpu{};  // on-CPU ns, measured long
+  std::array<std::uint64_t, kMaxBpfEvents> short_unrun{};          // short calls never run in
+  std::array<std::uint64_t, kMaxBpfEvents> unrun_oncpu{};          // on-CPU ns, long, never run
+  std::array<std::uint64_t, kMaxBpfEvents> under_floor{};          // measured calls below the floor
   std::uint64_t wall_under_floor = 0;
   std::uint64_t oncpu_under_floor = 0;
   // Per-call metrics, over the counted calls (fixed point, kMetricFracBits fraction bits):

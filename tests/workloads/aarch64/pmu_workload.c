@@ -51,17 +51,18 @@ _Static_assert(ALT_LONG_INSNS == 1 + 2 * ALT_LONG_LOOPS + 1, "alt_fn's long coun
 /* alt_fn(loops): mov, loops x (subs, b.ne), ret: 2 loops + 2 instructions for loops >= 1, the
  * count in x0 (its first argument in the AAPCS64). In assembly, as exact_fn; the mov first, so
  * the loop never branches back to the entry instruction the uprobe replaces. */
-__asm__(".text\n"
-        ".global alt_fn\n"
-        ".type alt_fn, %function\n"
-        ".p2align 4\n"
-        "alt_fn:\n"
-        "  mov x9, x0\n"
-        "1:\n"
-        "  subs x9, x9, #1\n"
-        "  b.ne 1b\n"
-        "  ret\n"
-        ".size alt_fn, .-alt_fn\n");
+__asm__(
+    ".text\n"
+    ".global alt_fn\n"
+    ".type alt_fn, %function\n"
+    ".p2align 4\n"
+    "alt_fn:\n"
+    "  mov x9, x0\n"
+    "1:\n"
+    "  subs x9, x9, #1\n"
+    "  b.ne 1b\n"
+    "  ret\n"
+    ".size alt_fn, .-alt_fn\n");
 void alt_fn(unsigned long loops);
 
 /* n iterations of subs + b.ne: 2n instructions for n >= 1. */
@@ -74,8 +75,8 @@ static volatile int sink;
 
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "info") == 0) {
-    static const char msg[] = "exact_fn " STR(EXACT_FN_INSNS) "\nalt_fn " STR(ALT_SHORT_INSNS) " "
-                              STR(ALT_LONG_INSNS) "\n";
+    static const char msg[] = "exact_fn " STR(EXACT_FN_INSNS) "\nalt_fn " STR(
+        ALT_SHORT_INSNS) " " STR(ALT_LONG_INSNS) "\n";
     return write(1, msg, sizeof msg - 1) == (ssize_t)(sizeof msg - 1) ? 0 : 1;
   }
   if (argc != 3) return 2;
