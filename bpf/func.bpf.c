@@ -117,7 +117,9 @@ struct readings {
 };
 
 struct thread_state {
-  __u32 depth;     /* may exceed PMCPROF_MAX_DEPTH: deeper frames are not measured */
+  __u32 depth; /* may exceed PMCPROF_MAX_DEPTH: deeper frames are not measured */
+  __u32 deep;  /* levels from PMCPROF_INLINE_FRAMES up to this one have a deep frame */
+  __u32 pad2;
   __u32 cpu;       /* CPU of the current segment */
   __u32 busy;      /* an entry/exit/switch program is updating this state */
   __u32 disturbed; /* a switch happened while busy: the segment is unusable */
@@ -136,8 +138,30 @@ struct thread_state {
   __u64 acc[PMCPROF_MAX_EVENTS];
   struct bpf_perf_event_value seg[PMCPROF_MAX_EVENTS];
   struct readings rd; /* an exit's readings (here, not on its stack: the record is there) */
-  struct frame frames[PMCPROF_MAX_DEPTH];
+  struct frame frames[PMCPROF_INLINE_FRAMES];
 };
+
+/* Frames of levels PMCPROF_INLINE_FRAMES and up, per thread: made when a thread first goes
+ * that deep, reused after, deleted when the thread exits. */
+struct deep_key {
+  __u32 tid;
+  __u32 level;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct deep_key);
+  __type(value, struct frame);
+  __uint(max_entries, 1); /* sized by the loader */
+} deep_frames SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct frame);
+  __uint(max_entries, 1);
+} zero_frame SEC(".maps"); /* a zeroed frame to insert (too large for the BPF stack) */
 
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -582,6 +606,75 @@ static __always_inline void capture_key(void *ctx, __u64 cookie, struct pmcprof_
 
 /* ---- entry and exit ---- */
 
+static __always_inline __u32 frame_index(__u32 i) {
+  asm volatile("" : "+r"(i));
+  return i & (PMCPROF_INLINE_FRAMES - 1);
+}
+
+/* The frame of `level` (< PMCPROF_MAX_DEPTH): in the thread's state below
+ * PMCPROF_INLINE_FRAMES, else in `deep_frames`, made when `create` (NULL when it cannot be). */
+static __always_inline struct frame *frame_at(struct thread_state *t, __u32 tid, __u32 level,
+                                              bool create) {
+  if (level < PMCPROF_INLINE_FRAMES) return &t->frames[frame_index(level)];
+  struct deep_key k = {.tid = tid, .level = level};
+  struct frame *f = bpf_map_lookup_elem(&deep_frames, &k);
+  if (f || !create) return f;
+  __u32 zero = 0;
+  struct frame *z = bpf_map_lookup_elem(&zero_frame, &zero);
+  if (!z || bpf_map_update_elem(&deep_frames, &k, z, BPF_NOEXIST) != 0) return NULL;
+  if (level > t->deep) t->deep = level;
+  return bpf_map_lookup_elem(&deep_frames, &k);
+}
+
+/* A frame whose call is over but which could not be taken off the stack yet (frames above it
+ * are live: a region still open, or the calls a region's end ran inside), or whose program
+ * image exec replaced: no exit matches its id, it comes off once it is on top, and nothing
+ * counts for it again (no function has this id). */
+#define PMCPROF_DEAD_FRAME (PMCPROF_MAX_FUNCS + 1)
+
+/* Deep frames are walked by global functions (verified once each, on their own: a loop of
+ * map lookups inlined into the entry and exit programs multiplied the verifier's paths past
+ * its limit); the inline frames by short loops in place. */
+
+/* The deep frame of (tid, level), or NULL. */
+static __always_inline struct frame *deep_frame(__u32 tid, __u32 level) {
+  struct deep_key k = {.tid = tid, .level = level};
+  return bpf_map_lookup_elem(&deep_frames, &k);
+}
+
+/* The global functions walk at most a chunk of deep levels per call, and their callers call
+ * them chunk by chunk: a loop of 240 map lookups in one function cost the verifier ~1,400
+ * instructions per level (346,000 for the entry program). */
+#define PMCPROF_DEEP_CHUNK 16
+#define PMCPROF_DEEP_CHUNKS ((PMCPROF_MAX_DEPTH - PMCPROF_INLINE_FRAMES) / PMCPROF_DEEP_CHUNK)
+
+/* Takes dead deep frames off the top (a chunk at most): the new depth. */
+__attribute__((noinline)) __u32 pop_deep_dead(__u32 tid, __u32 depth) {
+  for (__u32 k = 0; k < PMCPROF_DEEP_CHUNK; k++) {
+    if (depth <= PMCPROF_INLINE_FRAMES || depth > PMCPROF_MAX_DEPTH) break;
+    struct frame *f = deep_frame(tid, depth - 1);
+    if (f && f->func_id != PMCPROF_DEAD_FRAME) break;
+    depth--;
+  }
+  return depth;
+}
+
+/* Takes dead frames off the top of the stack. */
+static __always_inline void pop_dead(struct thread_state *t, __u32 tid) {
+  for (__u32 c = 0; c < PMCPROF_DEEP_CHUNKS; c++) {
+    const __u32 depth = t->depth;
+    if (depth <= PMCPROF_INLINE_FRAMES) break;
+    t->depth = pop_deep_dead(tid, depth);
+    if (t->depth == depth) break;
+  }
+  for (__u32 k = 0; k < PMCPROF_INLINE_FRAMES; k++) {
+    __u32 depth = t->depth;
+    if (depth == 0 || depth > PMCPROF_INLINE_FRAMES) break;
+    if (t->frames[frame_index(depth - 1)].func_id != PMCPROF_DEAD_FRAME) break;
+    t->depth = depth - 1;
+  }
+}
+
 /* Which stack a stack pointer is on: 1 on the thread's own (its kernel stack for a kernel
  * address, its user stack otherwise), 2 elsewhere (an IRQ or softirq stack in the kernel, the
  * sigaltstack a signal handler runs on in user space). Pointers on different stacks say
@@ -612,23 +705,74 @@ static __always_inline __u64 stack_of(__u64 sp, __u64 kstack, __u64 alt, __u64 a
  * caller, which is still live: only the same function there counts as gone.) Only pointers on
  * the same stack compare: a kprobe in softirq, a signal handler on its sigaltstack, a kernel
  * function inside a probed user function leave the frames below them alone. */
-__attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u64 sp, __u32 func_id) {
+struct stack_where {
+  __u64 sp, kstack, alt, alt_size, here;
+  __u32 func_id;
+  __u32 pad;
+};
+
+/* Frame f (not dead) is gone, seen from an entry at w->sp (see pop_abandoned): on the same
+ * stack as it, and from above it (or the same function at the same place). */
+static __always_inline bool frame_gone(const struct frame *f, const struct stack_where *w) {
+  const __u64 fsp = f->sp;
+  if (fsp == 0 || stack_of(fsp, w->kstack, w->alt, w->alt_size) != w->here) return false;
+  return fsp < w->sp || (fsp == w->sp && f->func_id == w->func_id);
+}
+
+/* pop_abandoned's deep part, a chunk at most: the new depth. */
+__attribute__((noinline)) __u32 pop_deep_abandoned(__u32 tid, __u32 depth,
+                                                   const struct stack_where *w) {
+  if (!w) return depth;
+  for (__u32 k = 0; k < PMCPROF_DEEP_CHUNK; k++) {
+    if (depth <= PMCPROF_INLINE_FRAMES || depth > PMCPROF_MAX_DEPTH) break;
+    struct frame *f = deep_frame(tid, depth - 1);
+    if (!f) break;
+    const __u32 fid = f->func_id;
+    if (fid != PMCPROF_DEAD_FRAME) {
+      if (!frame_gone(f, w)) break;
+      stat_inc(fid, STAT_ABANDONED);
+    }
+    depth--;
+  }
+  return depth;
+}
+
+__attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u32 tid, __u64 sp,
+                                            __u32 func_id) {
   if (!t || sp == 0 || t->depth == 0) return 0;
   struct task_struct *task = bpf_get_current_task_btf();
-  const __u64 kstack = (__u64)BPF_CORE_READ(task, stack);
-  const __u64 alt = BPF_CORE_READ(task, sas_ss_sp), alt_size = BPF_CORE_READ(task, sas_ss_size);
-  const __u64 here = stack_of(sp, kstack, alt, alt_size);
-  for (__u32 k = 0; k < PMCPROF_MAX_DEPTH; k++) {
+  struct stack_where w = {.sp = sp, .func_id = func_id};
+  w.kstack = (__u64)BPF_CORE_READ(task, stack);
+  w.alt = BPF_CORE_READ(task, sas_ss_sp);
+  w.alt_size = BPF_CORE_READ(task, sas_ss_size);
+  w.here = stack_of(sp, w.kstack, w.alt, w.alt_size);
+  for (__u32 c = 0; c < PMCPROF_DEEP_CHUNKS; c++) {
+    const __u32 depth = t->depth;
+    if (depth <= PMCPROF_INLINE_FRAMES) break;
+    t->depth = pop_deep_abandoned(tid, depth, &w);
+    if (t->depth == depth) return 0; /* a live deep frame on top */
+  }
+  if (t->depth > PMCPROF_INLINE_FRAMES) return 0;
+  for (__u32 k = 0; k < PMCPROF_INLINE_FRAMES; k++) {
     __u32 depth = t->depth;
-    if (depth == 0 || depth > PMCPROF_MAX_DEPTH) break;
-    struct frame *f = &t->frames[(depth - 1) & (PMCPROF_MAX_DEPTH - 1)];
-    if (f->sp == 0 || stack_of(f->sp, kstack, alt, alt_size) != here) break;
-    const bool gone = f->sp < sp || (f->sp == sp && f->func_id == func_id);
-    if (!gone) break;
-    stat_inc(f->func_id, STAT_ABANDONED);
+    if (depth == 0 || depth > PMCPROF_INLINE_FRAMES) break;
+    struct frame *f = &t->frames[frame_index(depth - 1)];
+    const __u32 fid = f->func_id;
+    if (fid != PMCPROF_DEAD_FRAME) {
+      if (!frame_gone(f, &w)) break;
+      stat_inc(fid, STAT_ABANDONED);
+    }
     t->depth = depth - 1;
   }
   return 0;
+}
+
+/* The kernel's limit of nested uretprobe instances per task (MAX_URETPROBE_DEPTH). */
+#define PMCPROF_MAX_URETPROBE_DEPTH 64
+
+static __always_inline bool uretprobes_full(void) {
+  struct task_struct *task = bpf_get_current_task_btf();
+  return BPF_CORE_READ(task, utask, depth) >= PMCPROF_MAX_URETPROBE_DEPTH;
 }
 
 static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
@@ -658,7 +802,15 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
   }
   acquire(t);
   absorb_missed_switch_in(t);
-  pop_abandoned(t, sp, func_id);
+  pop_abandoned(t, tid, sp, func_id);
+  /* A user function whose return the kernel will not probe: past MAX_URETPROBE_DEPTH (64)
+   * return instances in flight, the kernel omits the uretprobe, so no exit would come. Too
+   * deep, and no frame (an exit of an outer call must not be paired with it). */
+  if (sp && !(sp >> 63) && !region && uretprobes_full()) {
+    stat_inc(func_id, STAT_DEPTH_OVERFLOW);
+    release(t);
+    return 0;
+  }
   __u32 depth = t->depth;
   t->depth = depth + 1;
   if (depth >= PMCPROF_MAX_DEPTH) {
@@ -666,8 +818,14 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
     release(t);
     return 0;
   }
+  /* A deep frame that cannot be made: the level stays, unmeasured (its exit finds no frame). */
+  struct frame *f = frame_at(t, tid, depth, true);
+  if (!f) {
+    stat_inc(func_id, STAT_STATE_FAILED);
+    release(t);
+    return 0;
+  }
   __u32 cpu = bpf_get_smp_processor_id();
-  struct frame *f = &t->frames[depth & (PMCPROF_MAX_DEPTH - 1)];
   f->func_id = func_id;
   f->entry_cpu = cpu;
   f->region = region;
@@ -820,45 +978,85 @@ out:
   return 0;
 }
 
-static __always_inline __u32 frame_index(__u32 i) {
-  asm volatile("" : "+r"(i));
-  return i & (PMCPROF_MAX_DEPTH - 1);
+/* find_frame's deep part, a chunk of levels below `depth`: the level + 1 of the innermost
+ * deep frame of func_id there, or 0. */
+__attribute__((noinline)) __u32 find_deep(__u32 tid, __u32 func_id, __u32 depth) {
+  for (__u32 k = 0; k < PMCPROF_DEEP_CHUNK; k++) {
+    if (depth <= PMCPROF_INLINE_FRAMES || depth > PMCPROF_MAX_DEPTH) break;
+    struct frame *f = deep_frame(tid, depth - 1);
+    if (f && f->func_id == func_id) return depth;
+    depth--;
+  }
+  return 0;
 }
 
 /* The innermost frame of func_id: its depth + 1, or 0 when no frame in the stack matches (an
  * exit without entry: the probe was attached mid-call; a region's end without its start). */
-__attribute__((noinline)) __u32 find_frame(struct thread_state *t, __u32 func_id, __u32 depth) {
+__attribute__((noinline)) __u32 find_frame(struct thread_state *t, __u32 tid, __u32 func_id,
+                                           __u32 depth) {
   if (!t) return 0;
-  for (__u32 k = 0; k < PMCPROF_MAX_DEPTH; k++) {
+  for (__u32 c = 0; c < PMCPROF_DEEP_CHUNKS; c++) {
+    if (depth <= PMCPROF_INLINE_FRAMES) break;
+    __u32 level = find_deep(tid, func_id, depth);
+    if (level) return level;
+    depth = depth > PMCPROF_INLINE_FRAMES + PMCPROF_DEEP_CHUNK ? depth - PMCPROF_DEEP_CHUNK
+                                                               : PMCPROF_INLINE_FRAMES;
+  }
+  if (depth > PMCPROF_INLINE_FRAMES) return 0;
+  for (__u32 k = 0; k < PMCPROF_INLINE_FRAMES; k++) {
     if (k >= depth) break;
     __u32 j = depth - 1 - k;
-    if (t->frames[j & (PMCPROF_MAX_DEPTH - 1)].func_id == func_id) return j + 1;
+    if (t->frames[frame_index(j)].func_id == func_id) return j + 1;
+  }
+  return 0;
+}
+
+/* A call frame above a finished call: abandoned (its return never came). */
+static __always_inline void abandon(struct frame *f) {
+  if (f->region || f->func_id == PMCPROF_DEAD_FRAME) return;
+  stat_inc(f->func_id, STAT_ABANDONED);
+  f->func_id = PMCPROF_DEAD_FRAME;
+}
+
+/* remove_frame's deep part: the call frames from level `from` up to depth (a chunk at most)
+ * are abandoned. */
+__attribute__((noinline)) int abandon_deep(__u32 tid, __u32 from, __u32 depth) {
+  for (__u32 k = 0; k < PMCPROF_DEEP_CHUNK; k++) {
+    __u32 level = from + k;
+    if (level >= depth || level >= PMCPROF_MAX_DEPTH) break;
+    struct frame *f = deep_frame(tid, level);
+    if (f) abandon(f);
   }
   return 0;
 }
 
 /* Takes frame j off the stack once its call is recorded. The frames above it: when j is a
  * call, a call above whose return never came (longjmp out of it, an exception, a missed
- * uretprobe) is abandoned; a region still open stays (regions overlap calls and each other)
- * and moves down. When j is a region, its end ran inside whatever is above it: those calls
- * are live and all of them move down. */
-__attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 j, __u32 depth) {
-  if (!t) return 0;
-  const __u32 ended_region = t->frames[frame_index(j)].region;
-  __u32 w = j;
-  for (__u32 s = 0; s < PMCPROF_MAX_DEPTH; s++) {
-    __u32 i = j + 1 + s;
-    if (i >= depth || i >= PMCPROF_MAX_DEPTH) break;
-    /* Indexes masked after a barrier: the verifier sees the bound at each use. */
-    __u32 from = frame_index(i), to = frame_index(w);
-    if (ended_region || t->frames[from].region) {
-      if (to != from) t->frames[to] = t->frames[from];
-      w++;
-    } else {
-      stat_inc(t->frames[from].func_id, STAT_ABANDONED);
+ * uretprobe) is abandoned; a region still open stays (regions overlap calls and each other).
+ * When j is a region, its end ran inside whatever is above it: those calls are live and stay.
+ * A frame that is over but has live frames above it is marked dead in place (no copying) and
+ * comes off once it is on top. */
+__attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 tid, __u32 j,
+                                           __u32 depth) {
+  if (!t || j >= PMCPROF_MAX_DEPTH) return 0;
+  struct frame *ended = j < PMCPROF_INLINE_FRAMES ? &t->frames[frame_index(j)] : deep_frame(tid, j);
+  if (!ended) return 0;
+  const __u32 ended_region = ended->region;
+  ended->func_id = PMCPROF_DEAD_FRAME;
+  if (!ended_region) {
+    for (__u32 k = 0; k < PMCPROF_INLINE_FRAMES; k++) {
+      __u32 i = j + 1 + k;
+      if (i >= depth || i >= PMCPROF_INLINE_FRAMES) break;
+      abandon(&t->frames[frame_index(i)]);
+    }
+    __u32 from = j + 1 > PMCPROF_INLINE_FRAMES ? j + 1 : PMCPROF_INLINE_FRAMES;
+    for (__u32 c = 0; c < PMCPROF_DEEP_CHUNKS; c++) {
+      if (from >= depth) break;
+      abandon_deep(tid, from, depth);
+      from += PMCPROF_DEEP_CHUNK;
     }
   }
-  t->depth = w;
+  pop_dead(t, tid);
   return 0;
 }
 
@@ -943,18 +1141,24 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
     release(t);
     return 0;
   }
-  if (depth > PMCPROF_MAX_DEPTH) {
-    t->depth = depth - 1; /* an unmeasured deep frame (counted at entry) */
+  /* An unmeasured frame on top (too deep, or its deep frame could not be made: counted at
+   * entry) is this exit's. */
+  if (depth > PMCPROF_MAX_DEPTH || !frame_at(t, tid, depth - 1, false)) {
+    t->depth = depth - 1;
     release(t);
     return 0;
   }
-  __u32 level = find_frame(t, func_id, depth);
+  __u32 level = find_frame(t, tid, func_id, depth);
   if (level == 0) {
     stat_inc(func_id, STAT_UNMATCHED_EXIT);
     release(t);
     return 0;
   }
-  struct frame *f = &t->frames[(level - 1) & (PMCPROF_MAX_DEPTH - 1)];
+  struct frame *f = frame_at(t, tid, level - 1, false);
+  if (!f) {
+    release(t);
+    return 0;
+  }
   bool same_cpu = cpu == t->cpu;
   if (sched_hook || same_cpu) segment_fold(t, cpu, now, &t->rd);
   /* A switch since acquire() (uprobe programs run preemptible) may have come before the
@@ -984,7 +1188,7 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   rec.flags = flags;
   fill_deltas(t, f, &rec);
   if (n_key_args) rec.key = f->key;
-  remove_frame(t, level - 1, depth);
+  remove_frame(t, tid, level - 1, depth);
   if (count_entries) stat_inc(func_id, STAT_ENDED);
   release(t);
 
@@ -1134,33 +1338,43 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   return 0;
 }
 
-/* A frame whose call is gone (its program image was replaced by exec): no exit matches its
- * id, a user-space entry pops it (its stack pointer is below any), and nothing counts for it
- * again (no function has this id). */
-#define PMCPROF_DEAD_FRAME (PMCPROF_MAX_FUNCS + 1)
-
-/* Frames of user code (uprobe calls, regions) at exec: abandoned. When no kernel function or
- * syscall frame is in flight (the usual case) the stack is emptied; otherwise they stay as
- * dead frames until those return (no copying: the verifier walks this loop once per path). */
-__attribute__((noinline)) int drop_user_frames(struct thread_state *t) {
-  if (!t) return 0;
-  __u32 kept = 0;
-  for (__u32 i = 0; i < PMCPROF_MAX_DEPTH; i++) {
-    if (i >= t->depth) break;
-    struct frame *f = &t->frames[frame_index(i)];
-    if (f->func_id == PMCPROF_DEAD_FRAME) continue;
-    /* A region's start, or a call entered with a user stack pointer. */
-    if (f->region || (f->sp != 0 && !(f->sp >> 63))) {
-      stat_inc(f->func_id, STAT_ABANDONED);
-      f->func_id = PMCPROF_DEAD_FRAME;
-      f->region = 0;
-      f->sp = 1;
-    } else {
-      kept = 1;
-    }
+/* A user-space frame (a uprobe's call, a region) cannot outlive its program image. */
+static __always_inline void drop_if_user(struct frame *f) {
+  if (f->func_id == PMCPROF_DEAD_FRAME) return;
+  if (f->region || (f->sp != 0 && !(f->sp >> 63))) {
+    stat_inc(f->func_id, STAT_ABANDONED);
+    f->func_id = PMCPROF_DEAD_FRAME;
   }
-  /* Frames past the measured depth were never recorded (counted as too deep at entry). */
-  if (kept == 0) t->depth = 0;
+}
+
+/* drop_user_frames' deep part: a chunk of levels from `from`. */
+__attribute__((noinline)) int drop_deep_user(__u32 tid, __u32 from, __u32 depth) {
+  for (__u32 k = 0; k < PMCPROF_DEEP_CHUNK; k++) {
+    __u32 level = from + k;
+    if (level >= depth || level >= PMCPROF_MAX_DEPTH) break;
+    struct frame *f = deep_frame(tid, level);
+    if (f) drop_if_user(f);
+  }
+  return 0;
+}
+
+/* Frames of user code (uprobe calls, regions) at exec: abandoned, marked dead in place; the
+ * frames of kernel functions and syscalls in flight (exec's own) stay. */
+__attribute__((noinline)) int drop_user_frames(struct thread_state *t, __u32 tid) {
+  if (!t) return 0;
+  for (__u32 i = 0; i < PMCPROF_INLINE_FRAMES; i++) {
+    if (i >= t->depth) break;
+    drop_if_user(&t->frames[frame_index(i)]);
+  }
+  for (__u32 c = 0; c < PMCPROF_DEEP_CHUNKS; c++) {
+    const __u32 from = PMCPROF_INLINE_FRAMES + c * PMCPROF_DEEP_CHUNK;
+    if (from >= t->depth) break;
+    drop_deep_user(tid, from, t->depth);
+  }
+  /* Levels past the measured depth were never recorded (counted as too deep at entry): they
+   * go with the image when nothing below them stays. */
+  if (t->depth > PMCPROF_MAX_DEPTH) t->depth = PMCPROF_MAX_DEPTH;
+  pop_dead(t, tid);
   return 0;
 }
 
@@ -1169,22 +1383,41 @@ __attribute__((noinline)) int drop_user_frames(struct thread_state *t) {
  * never end). Frames of kernel functions and syscalls (exec's own) stay. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
-  struct thread_state *t = current_state((__u32)bpf_get_current_pid_tgid(), false);
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct thread_state *t = current_state(tid, false);
   if (!t || t->depth == 0 || t->busy) return 0;
   acquire(t);
-  drop_user_frames(t);
+  drop_user_frames(t, tid);
   release(t);
+  return 0;
+}
+
+/* The deep frames a thread made: a chunk of levels from `from`. */
+__attribute__((noinline)) int delete_deep_frames(__u32 tid, __u32 from, __u32 deep) {
+  for (__u32 k = 0; k < PMCPROF_DEEP_CHUNK; k++) {
+    __u32 level = from + k;
+    if (level > deep || level >= PMCPROF_MAX_DEPTH) break;
+    struct deep_key k = {.tid = tid, .level = level};
+    bpf_map_delete_elem(&deep_frames, &k);
+  }
   return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_task_exit, struct task_struct *task) {
-  /* Task storage goes with the task; the fallback hash and the process filter are pruned
-   * here, so a reused id starts clean. */
-  if (!use_task_storage) {
-    __u32 tid = BPF_CORE_READ(task, pid);
-    bpf_map_delete_elem(&threads_hash, &tid);
+  /* Task storage goes with the task, but not the deep frames; the fallback hash and the
+   * process filter are pruned here, so a reused id starts clean. */
+  __u32 tid = BPF_CORE_READ(task, pid);
+  struct thread_state *t = task_state(task);
+  if (t && t->deep) {
+    const __u32 deep = t->deep;
+    for (__u32 c = 0; c < PMCPROF_DEEP_CHUNKS; c++) {
+      const __u32 from = PMCPROF_INLINE_FRAMES + c * PMCPROF_DEEP_CHUNK;
+      if (from > deep) break;
+      delete_deep_frames(tid, from, deep);
+    }
   }
+  if (!use_task_storage) bpf_map_delete_elem(&threads_hash, &tid);
   if (follow_tgids && BPF_CORE_READ(task, signal, live.counter) == 0) {
     __u32 tgid = BPF_CORE_READ(task, tgid);
     bpf_map_delete_elem(&tracked, &tgid);

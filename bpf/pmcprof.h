@@ -14,8 +14,11 @@
 
 /* Events per run that the BPF side reads. Bounded so loops unroll and records stay small. */
 #define PMCPROF_MAX_EVENTS 8
-/* Nested in-flight calls kept per thread (recursion, or f calling g, both probed). */
-#define PMCPROF_MAX_DEPTH 16
+/* Nested in-flight calls measured per thread (recursion, or f calling g, both probed): the
+ * first PMCPROF_INLINE_FRAMES in the thread's state, deeper ones in a hash created as a
+ * thread first goes that deep (memory grows with the depth used, not with this limit). */
+#define PMCPROF_MAX_DEPTH 256
+#define PMCPROF_INLINE_FRAMES 16
 /* Per-cgroup BPF backend: cgroup levels walked from the root. User space refuses deeper. */
 #define PMCPROF_MAX_CGROUP_DEPTH 32
 /* Functions per run (func_id < this); one more id is pmcprof's own calibration target. */

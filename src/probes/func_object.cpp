@@ -145,6 +145,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   create_map(skel->maps.threads_hash, hash_store ? config.max_threads : 0);
   create_map(skel->maps.zero_state, hash_store ? 1 : 0);
   create_map(skel->maps.tracked, config.follow_tgids ? config.max_tracked : 0);
+  size_map(skel->maps.deep_frames, config.max_deep_frames);
   // Keyed sums: per function, its cgroups (--by cgroup), or its max_keys argument keys, its
   // "other" key and room for the keys two CPUs add at once (--by argN).
   const std::size_t keys =
@@ -183,9 +184,11 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   bpf_program__set_autoload(skel->progs.func_fexit, false);
   bpf_program__set_autoload(skel->progs.on_switch, config.sched_hook);
   bpf_program__set_autoload(skel->progs.on_fork, config.follow_tgids);
-  bpf_program__set_autoload(skel->progs.on_task_exit, hash_store || config.follow_tgids);
+  // A thread's exit frees its deep frames (and, with the hash store, its state).
+  const bool frames = config.probe_programs || config.syscall_programs;
+  bpf_program__set_autoload(skel->progs.on_task_exit, hash_store || config.follow_tgids || frames);
   // exec ends the old image's calls and regions (frames exist only with entry/exit programs).
-  bpf_program__set_autoload(skel->progs.on_exec, config.probe_programs || config.syscall_programs);
+  bpf_program__set_autoload(skel->progs.on_exec, frames);
   LibbpfQuiet::clear_verdict();
   check_bpf_load(func_bpf__load(skel), "function-mode");
   obj.events_.fill(bpf_map__fd(skel->maps.counters), counters);
@@ -408,10 +411,11 @@ std::vector<BpfLink> FuncObject::attach_scheduler_hooks() const {
     links.push_back(check_link(bpf_program__attach(skel_->progs.on_switch), "sched_switch"));
   if (config_.follow_tgids)
     links.push_back(check_link(bpf_program__attach(skel_->progs.on_fork), "sched_process_fork"));
-  if (store_ == ThreadStore::hash || config_.follow_tgids)
+  const bool frames = config_.probe_programs || config_.syscall_programs;
+  if (store_ == ThreadStore::hash || config_.follow_tgids || frames)
     links.push_back(
         check_link(bpf_program__attach(skel_->progs.on_task_exit), "sched_process_exit"));
-  if (config_.probe_programs || config_.syscall_programs)
+  if (frames)
     links.push_back(check_link(bpf_program__attach(skel_->progs.on_exec), "sched_process_exec"));
   return links;
 }

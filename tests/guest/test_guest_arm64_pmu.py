@@ -727,9 +727,16 @@ def check_call_metrics(C, R):
                     f"many ({view}): {', '.join(PER_CALL_METRICS)} kept per call, each call "
                     "accounted for once", str(ms))
             ipc, cpi = ms.get("IPC") or {}, ms.get("CPI") or {}
-            C.check(all((m.get("per_call") or {}).get(k) == 1.0 for m in (ipc, cpi)
-                        for k in ("mean", "p50", "p99", "min", "max")),
-                    f"many ({view}): IPC and CPI (all privilege levels) exactly 1.00 per call",
+            # All privilege levels: an interrupt taken between the reads of the two counters
+            # (entry or exit) lands in one event's window and not the other's, so now and then
+            # one call of 1,000 reads far from 1 (seen: IPC 2.86, CPI 0.35, once in two runs);
+            # every other call is exactly 1. Held: the ratio of totals over the calls and the
+            # bulk of the calls (p50 within the histogram's 2 % buckets, mean within 1 %).
+            ok = all(abs((m.get("per_call") or {}).get(k, 0) - 1.0) <= tol
+                     for m in (ipc, cpi) for k, tol in (("mean", 0.01), ("p50", 0.02)))
+            ok = ok and all(abs((m.get("of_totals") or 0) - 1.0) <= 0.01 for m in (ipc, cpi))
+            C.check(ok, f"many ({view}): IPC and CPI (all privilege levels) 1.00 per call "
+                    "(p50, mean) and of totals",
                     f"{ipc.get('per_call')} {cpi.get('per_call')}")
             bmr = ms.get("branch_miss_rate") or {}
             C.check(bmr.get("status") == "not-computed" and bmr.get("of_totals") is None and

@@ -35,8 +35,9 @@ import unittest
 import pmcprof_testlib as t
 
 N = 100
-DEPTH = 20  # deeper than the BPF stack of 16 frames
-MAX_DEPTH = 16
+MAX_DEPTH = 256  # PMCPROF_MAX_DEPTH: nested calls measured per thread
+DEPTH = 300  # deeper than that (regions: uprobed calls stop at the kernel's 64, below)
+URETPROBE_DEPTH = 64  # the kernel's MAX_URETPROBE_DEPTH
 
 NOT_MEASURED = ("depth_overflow", "unmatched_exits", "abandoned")
 
@@ -93,11 +94,11 @@ class FramesTest(unittest.TestCase):
         self.check(s.json, self.sym("leaf"), {"calls": N, "depth_overflow": 0,
                                               "unmatched_exits": 0, "abandoned": 0}, "[exec]")
         self.check(s.json, self.sym("descend"),
-                   {"calls": 0, "depth_overflow": DEPTH - MAX_DEPTH, "unmatched_exits": 0,
-                    "abandoned": MAX_DEPTH}, "[exec]")
+                   {"calls": 0, "depth_overflow": DEPTH - URETPROBE_DEPTH, "unmatched_exits": 0,
+                    "abandoned": URETPROBE_DEPTH}, "[exec]")
         text = t.stat(["-e", "task-clock", *args], command=command, fmt="text").text
-        self.assertRegex(text, rf"{DEPTH - MAX_DEPTH} too deep, 0 unmatched returns, "
-                               rf"{MAX_DEPTH} never returned \(not measured\)")
+        self.assertRegex(text, rf"{DEPTH - URETPROBE_DEPTH} too deep, 0 unmatched returns, "
+                               rf"{URETPROBE_DEPTH} never returned \(not measured\)")
 
     def test_exec_with_regions_never_ended(self):
         s = self.stat(["--region", self.region(), "--func", self.sym("leaf")],
@@ -109,6 +110,42 @@ class FramesTest(unittest.TestCase):
         self.check(s.json, self.region(),
                    {"calls": 0, "depth_overflow": DEPTH - MAX_DEPTH, "unmatched_exits": 0,
                     "abandoned": MAX_DEPTH, "open": 0}, "[exec regions]")
+
+    def test_deep_recursion_is_measured(self):
+        # Issue 22 (3): 16 levels were measured per thread; now PMCPROF_MAX_DEPTH (256), the
+        # levels past 16 in frames made as a thread first goes that deep. A uprobed function
+        # has a lower ceiling, the kernel's: past MAX_URETPROBE_DEPTH (64) return instances in
+        # flight it omits the uretprobe, so those calls are too deep (their exit never comes;
+        # before, the outer calls' exits were paired with their frames: 64 of 100 calls
+        # "measured", 36 lost without a word). Regions (USDT, --python) have no such limit:
+        # test_usdt_python holds a 200-deep Python recursion.
+        for depth, rounds in ((60, 10), (100, 3)):
+            s = self.stat(["--aggregate", "both", "--func", self.sym("climb")],
+                          [self.wl, "recurse", str(depth), str(rounds)])
+            self.assertEqual(s.workload[0]["calls"], depth * rounds)
+            measured = min(depth, URETPROBE_DEPTH) * rounds
+            for agg in ("stream", "kernel"):
+                row = self.check(t.report_of(s, agg), self.sym("climb"),
+                                 {"calls": measured, "depth_overflow": depth * rounds - measured,
+                                  "unmatched_exits": 0, "abandoned": 0}, f"[recurse {depth}, {agg}]")
+                self.assertEqual(row["not_counted"], 0)
+
+    def test_longjmp_out_of_a_deep_recursion(self):
+        # Issue 22 (3): longjmp out of a 40-deep recursion, 20 times: every frame left behind
+        # is abandoned (popped by the next entry from above it), none piles up, and a later
+        # function's calls are all measured (before: 1,000 of 1,000 "too deep").
+        s = self.stat(["--func", self.sym("jclimb"), "--func", self.sym("leaf")],
+                      [self.wl, "longjmp", "40", "20"])
+        self.assertEqual(s.workload, [{"mode": "longjmp", "depth": 40, "rounds": 20,
+                                       "leaf_calls": 100}])
+        self.check(s.json, self.sym("leaf"), {"calls": 100, "depth_overflow": 0,
+                                              "unmatched_exits": 0, "abandoned": 0}, "[longjmp]")
+        # All but the last round's outermost frame: leaf() is entered from main at that
+        # frame's very stack pointer, where a different function is taken for a tail call of
+        # a live caller; it is still in flight when the run ends.
+        self.check(s.json, self.sym("jclimb"), {"calls": 0, "depth_overflow": 0,
+                                                "unmatched_exits": 0, "abandoned": 20 * 40 - 1},
+                   "[longjmp]")
 
     def test_signal_handler_on_a_sigaltstack(self):
         s = self.stat(["--func", self.sym("f"), "--func", self.sym("h")],

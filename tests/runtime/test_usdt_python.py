@@ -4,9 +4,10 @@
 
 A script with known call counts: outer() called 40 times, each calling leaf() 25 times (1000
 calls, nested one level); fib(12), recursive (465 calls, 12 levels); a generator consumed to
-its end (its 30 yields and its return: 31 entries into its frame); a method and its class body;
+its end (its 30 yields and its return: 31 entries into its frame); rec(199), a recursion 200
+levels deep (issue 22: 16 levels were measured per thread, now 256); a method and its class body;
 a function that raises, caught by its caller 50 times; burn(), which spins 2 ms of thread CPU
-time 10 times; and count(), called by each of them (1573 calls). The script counts its own calls, and cProfile (Python's profiler, the ground truth for
+time 10 times; and count(), called by each of them (1773 calls). The script counts its own calls, and cProfile (Python's profiler, the ground truth for
 every function) counts them again.
 
 - `pmcprof stat --python -- python3.11 -m cProfile -o PROF SCRIPT` (CPython 3.11 fires
@@ -64,6 +65,11 @@ def fib(n):
     return fib(n - 1) + fib(n - 2)
 
 
+def rec(n):
+    count("rec")
+    return rec(n - 1) + 1 if n > 0 else 0
+
+
 def gen(n):
     count("gen")
     for i in range(n):
@@ -91,6 +97,7 @@ def main():
     for _ in range(40):
         outer(25)
     fib(12)
+    assert rec(199) == 199
     assert sum(gen(30)) == 435
     m = Meter()
     for _ in range(7):
@@ -111,8 +118,8 @@ main()
 # Calls of each function: what the script's own counter says, except for the generator, whose
 # frame is entered once to start and once per resumption (31 for 30 yields), as cProfile and
 # the probes both count it.
-EXPECTED = {"leaf": 1000, "outer": 40, "fib": 465, "gen": 31, "tick": 7, "boom": 50, "burn": 10,
-            "main": 1, "<module>": 1, "Meter": 1, "count": 1573}
+EXPECTED = {"leaf": 1000, "outer": 40, "fib": 465, "rec": 200, "gen": 31, "tick": 7, "boom": 50,
+            "burn": 10, "main": 1, "<module>": 1, "Meter": 1, "count": 1773}
 
 
 @t.requires(f"program:{PYTHON}", f"usdt:{PYTHON}:python:function__entry")
@@ -167,7 +174,8 @@ class PythonTest(unittest.TestCase):
                 rows[r["args"][1]] = r
         first = t.func_rows(rep, "python")[0]
         # Counted per region, on its first row: the interpreter's own deep stacks (imports)
-        # pass the 16 frames a thread keeps; the script's calls are all within them.
+        # may pass the 256 frames a thread keeps; the script's calls (rec: 200 deep) are all
+        # within them.
         self.assertNotIn("backend_note", first, "profiled: no note about missing entries")
         t.log(f"ends without a start (frames entered before cProfile started): "
               f"{first['unmatched_exits']}; starts never ended: {first['open']}; too deep: "

@@ -148,18 +148,25 @@ class SdtTest(unittest.TestCase):
         self.assertEqual(rows[(0,)]["open"], 0)
 
     def test_deeper_than_the_stack(self):
-        depth, n = 20, 3
+        # Issue 22 (3): 16 levels were measured per thread, now 256 (PMCPROF_MAX_DEPTH);
+        # regions have no return probe, so no kernel limit below that.
+        depth, n = 40, 3
         label = region(self.wl)
         s = self.stat(["--region", label, "--by", "arg0"], [self.wl, "nested", str(depth), str(n)])
         rows = rows_by_args(s.json, label)
         t.log(f"nested {depth} x{n}: levels measured {sorted(k[0] for k in rows)}, too deep "
               f"{rows[(0,)]['depth_overflow']}")
-        self.assertEqual(set(rows), {(level,) for level in range(16)})
+        self.assertEqual(set(rows), {(level,) for level in range(depth)})
         for row in rows.values():
             self.assertEqual(row["calls"], n)
-        self.assertEqual(rows[(0,)]["depth_overflow"], n * (depth - 16))
+        self.assertEqual(rows[(0,)]["depth_overflow"], 0)
         self.assertEqual(rows[(0,)]["unmatched_exits"], 0)
         self.assertEqual(rows[(0,)]["open"], 0)
+        depth = 300
+        s = self.stat(["--region", label], [self.wl, "nested", str(depth), str(n)])
+        row = t.func_row(s.json, label)
+        self.assertEqual((row["calls"], row["depth_overflow"], row["unmatched_exits"],
+                          row["open"]), (n * 256, n * (depth - 256), 0, 0), row)
 
     def test_ends_without_start_and_starts_never_ended(self):
         n = 7

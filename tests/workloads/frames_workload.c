@@ -9,6 +9,9 @@
  *   exec_regions K N      region_begin() K times and never region_end(), then execve() of this
  *                         program as `calls N` (regions started and never ended at exec).
  *   calls N               leaf() N times (what the exec modes run in the new image).
+ *   recurse D N           N times climb() D levels deep (a probed recursion that returns).
+ *   longjmp D N           N times: jclimb() D levels deep, which longjmps out of the bottom
+ *                         level back to main; then leaf() 100 times.
  *   altstack N below|above
  *                         a thread whose stack and sigaltstack are the two ends of one mapping,
  *                         the alt stack below the thread's stack (as a malloc'ed alt stack is
@@ -21,6 +24,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,6 +70,26 @@ static int exec_calls(long n) {
 __attribute__((noinline)) unsigned long descend(int depth, long n) {
   if (depth <= 1) return (unsigned long)exec_calls(n); /* returns only when exec failed */
   unsigned long v = descend(depth - 1, n);
+  __asm__ volatile("" ::: "memory");
+  return v + 1;
+}
+
+__attribute__((noinline)) unsigned long climb(int depth) {
+  if (depth <= 1) return 1;
+  unsigned long v = climb(depth - 1);
+  __asm__ volatile("" ::: "memory");
+  return v + 1;
+}
+
+static jmp_buf jump_out;
+static volatile int jump_armed; /* set while jump_out is valid */
+
+__attribute__((noinline)) unsigned long jclimb(int depth) {
+  if (depth <= 1) {
+    if (jump_armed) longjmp(jump_out, 1);
+    return 1;
+  }
+  unsigned long v = jclimb(depth - 1);
   __asm__ volatile("" ::: "memory");
   return v + 1;
 }
@@ -159,7 +183,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr,
             "usage: %s region_end_inside N | exec_deep D N | exec_regions K N | calls N | "
-            "altstack N below|above\n",
+            "recurse D N | longjmp D N | altstack N below|above\n",
             argv[0]);
     return 2;
   }
@@ -184,6 +208,21 @@ int main(int argc, char** argv) {
   } else if (!strcmp(mode, "exec_regions")) {
     for (long i = 0; i < a; i++) region_begin();
     return exec_calls(b);
+  } else if (!strcmp(mode, "recurse")) {
+    unsigned long total = 0;
+    for (long i = 0; i < b; i++) total += climb((int)a);
+    printf("{\"mode\":\"%s\",\"depth\":%ld,\"rounds\":%ld,\"calls\":%lu}\n", mode, a, b, total);
+  } else if (!strcmp(mode, "longjmp")) {
+    static volatile long rounds; /* volatile: kept across longjmp */
+    jump_armed = 1;
+    for (rounds = 0; rounds < b;) {
+      if (setjmp(jump_out) == 0) sink += jclimb((int)a);
+      rounds = rounds + 1;
+    }
+    jump_armed = 0;
+    for (int i = 0; i < 100; i++) leaf();
+    printf("{\"mode\":\"%s\",\"depth\":%ld,\"rounds\":%ld,\"leaf_calls\":100}\n", mode, a,
+           (long)rounds);
   } else if (!strcmp(mode, "calls")) {
     for (long i = 0; i < a; i++) leaf();
     printf("{\"mode\":\"%s\",\"calls\":%ld}\n", mode, a);

@@ -68,6 +68,9 @@ struct FuncObjectConfig {
   ThreadStore thread_store = ThreadStore::automatic;
   std::size_t max_threads = 8192;    // hash store: threads with state at once
   std::size_t max_tracked = 4096;    // processes followed at once (-- CMD, -p)
+  // Frames nested deeper than PMCPROF_INLINE_FRAMES, over every thread at once (made as a
+  // thread first goes that deep: no memory until then).
+  std::size_t max_deep_frames = 16384;
   std::size_t max_cgroup_keys = 16;  // --by cgroup: cgroups kept per function in the kernel
   // --by argN: the arguments read at each start (1 or 2), the keys a function keeps in the
   // kernel's sums (the rest are summed as its "other"), and the start points' key specs (a
