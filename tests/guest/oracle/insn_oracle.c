@@ -19,6 +19,10 @@
  *                      an outermost call). Default 65536.
  *   out=PATH           where the report goes (a JSON object, written at qemu's exit); stderr
  *                      (qemu_plugin_outs) without it.
+ *   switch=LO:HI       the kernel's context switch, arm64's cpu_switch_to [LO, HI) (from
+ *                      /proc/kallsyms): kernel calls are then followed per task across a sleep
+ *                      (below). Without it a kernel call that sleeps counts whatever the vCPU
+ *                      runs until the two tasks' call depths happen to line up.
  *
  * How a call is followed (aarch64 only): user and kernel instructions are two domains, each with
  * its own instruction counter, call depth and stack of open calls per vCPU (4096 deep). Reaching a
@@ -28,6 +32,15 @@
  * same `ret`). The call's count is the domain's counter at its `ret` minus the counter before its
  * entry instruction. While no call is open the depth is not followed. An entry met with a full
  * stack is not followed (`stack_overflow`); calls still open at exit are `open`.
+ *
+ * With switch=, the kernel domain's state (counter, depth, open calls) is per task: the first
+ * store in cpu_switch_to goes to the previous task's saved context and its first load comes from
+ * the next task's, so the two addresses name the tasks; at its `ret` (the first instruction on
+ * the next task's stack) the vCPU's state is saved under the previous task (when a call is
+ * open) and the next task's restored (an empty one if it had none). A call then counts its own
+ * task's instructions only, interrupts taken in that task included, as a per-task PMU count
+ * does. The report's kernel instruction total is then the last task's; `switches` counts the
+ * switches seen, `switch_dropped` the open states not saved (256 tasks at most).
  *
  * Limits (API version 1): no register reads, so no process filter (hence count=) and no way to
  * see an exception return; an instruction that faults (a data abort the kernel then handles) has
@@ -42,6 +55,7 @@
 #include <pthread.h>
 #include <qemu-plugin.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +72,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 enum { DOM_USER = 0, DOM_KERNEL = 1, N_DOMAINS = 2 };
 
 /* userdata of an instrumented instruction: flags, domain and function index */
-enum { K_ENTRY = 1, K_CALL = 2, K_RET = 4, K_KERNEL = 8 };
+enum { K_ENTRY = 1, K_CALL = 2, K_RET = 4, K_KERNEL = 8, K_SWITCH = 16 };
 #define UD(flags, fn) ((void*)(uintptr_t)((uintptr_t)(flags) | ((uintptr_t)(fn) << 8)))
 
 struct func {
@@ -99,6 +113,26 @@ static bool inline_plain;     /* one vCPU: plain instructions count with an inli
 static uint64_t translated[N_DOMAINS], instrumented_calls, instrumented_rets;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* switch=LO:HI: the kernel's context switch (arm64 cpu_switch_to). Its first store is to the
+ * previous task's saved context, its first load from the next task's: their addresses name the
+ * two tasks. At its `ret` (the first instruction on the next task's stack) the vCPU's kernel
+ * state (counter, depth, open calls) is saved under the previous task and the next task's is
+ * restored (empty if it had none), so a call counts its own task's instructions only and is
+ * followed across a sleep. */
+#define MAX_TASKS 256
+static uint64_t switch_lo, switch_hi;
+struct saved_task {
+  uint64_t key;
+  struct dstate* st;
+};
+static struct saved_task saved[MAX_TASKS];
+static uint64_t switches, switch_dropped;
+struct switch_scratch {
+  uint64_t prev, next;
+};
+static struct switch_scratch* scratch; /* per vCPU */
+
+
 static struct dstate* state_of(unsigned int vcpu, int dom) {
   if ((int)vcpu >= n_vcpus) vcpu = (unsigned int)(n_vcpus - 1); /* hot-plugged: share the last */
   return &states[(size_t)vcpu * N_DOMAINS + (size_t)dom];
@@ -123,9 +157,70 @@ static void close_call(struct dstate* s, const struct frame* f) {
   s->open_of[f->fn]--;
 }
 
+static void copy_state(struct dstate* to, const struct dstate* from) {
+  memcpy(to, from, offsetof(struct dstate, stack));
+  memcpy(to->stack, from->stack, from->top * sizeof from->stack[0]);
+}
+
+static struct saved_task* saved_slot(uint64_t key, bool create) {
+  struct saved_task* free_slot = NULL;
+  for (int i = 0; i < MAX_TASKS; i++) {
+    if (saved[i].key == key) return &saved[i];
+    if (!saved[i].key && !free_slot) free_slot = &saved[i];
+  }
+  if (!create || !free_slot) return NULL;
+  if (!free_slot->st) free_slot->st = calloc(1, sizeof *free_slot->st);
+  if (!free_slot->st) return NULL;
+  free_slot->key = key;
+  return free_slot;
+}
+
+static void on_switch_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr,
+                          void* userdata) {
+  (void)userdata;
+  struct switch_scratch* w = &scratch[(int)vcpu < n_vcpus ? vcpu : (unsigned)(n_vcpus - 1)];
+  if (qemu_plugin_mem_is_store(info)) {
+    if (!w->prev) w->prev = vaddr;
+  } else if (w->prev && !w->next) {
+    w->next = vaddr;
+  }
+}
+
+/* The next task's first instruction: swap the vCPU's kernel state. */
+static void switch_tasks(unsigned int vcpu) {
+  struct switch_scratch* w = &scratch[(int)vcpu < n_vcpus ? vcpu : (unsigned)(n_vcpus - 1)];
+  struct dstate* s = state_of(vcpu, DOM_KERNEL);
+  pthread_mutex_lock(&lock);
+  switches++;
+  if (w->prev && w->next && w->prev != w->next) {
+    if (s->top > 0) {
+      struct saved_task* t = saved_slot(w->prev, true);
+      if (t)
+        copy_state(t->st, s);
+      else
+        switch_dropped++;
+    } else {
+      struct saved_task* t = saved_slot(w->prev, false);
+      if (t) t->key = 0;
+    }
+    struct saved_task* n = saved_slot(w->next, false);
+    if (n) { /* its counter too: the instructions other tasks ran meanwhile are not its own */
+      copy_state(s, n->st);
+      n->key = 0;
+    } else {
+      uint64_t counter = s->counter;
+      memset(s, 0, offsetof(struct dstate, stack));
+      s->counter = counter;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  w->prev = w->next = 0;
+}
+
 static void on_insn(unsigned int vcpu, void* userdata) {
   uintptr_t u = (uintptr_t)userdata;
   int dom = (u & K_KERNEL) ? DOM_KERNEL : DOM_USER;
+  if (u & K_SWITCH) switch_tasks(vcpu);
   struct dstate* s = state_of(vcpu, dom);
   s->counter++;
   if (u & K_ENTRY) {
@@ -185,6 +280,11 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
       memcpy(&w, qemu_plugin_insn_data(insn), 4);
       flags |= decode(w);
     }
+    if (dom == DOM_KERNEL && switch_hi && va >= switch_lo && va < switch_hi) {
+      qemu_plugin_register_vcpu_mem_cb(insn, on_switch_mem, QEMU_PLUGIN_CB_NO_REGS,
+                                       QEMU_PLUGIN_MEM_RW, NULL);
+      if (flags & K_RET) flags |= K_SWITCH;
+    }
     for (int f = 0; f < n_funcs; f++) {
       if (funcs[f].start == va && funcs[f].domain == dom) {
         flags |= K_ENTRY;
@@ -241,9 +341,10 @@ static void report_at_exit(qemu_plugin_id_t id, void* p) {
           "],\"instructions\":{\"user\":%" PRIu64 ",\"kernel\":%" PRIu64
           "},"
           "\"translated\":{\"user\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"calls\":%" PRIu64
-          ",\"rets\":%" PRIu64 "},\"functions\":[",
+          ",\"rets\":%" PRIu64 "},\"switches\":%" PRIu64 ",\"switch_dropped\":%" PRIu64
+          ",\"functions\":[",
           counters[0], counters[1], translated[0], translated[1], instrumented_calls,
-          instrumented_rets);
+          instrumented_rets, switches, switch_dropped);
   for (int i = 0; i < n_funcs; i++) {
     struct func* fn = &funcs[i];
     fprintf(f, "%s{\"name\":", i ? "," : "");
@@ -341,7 +442,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         ok = parse_range(val);
       else if (k == 4 && !strncmp(a, "list", 4))
         ok = parse_u64(val, &list_cap);
-      else if (k == 3 && !strncmp(a, "out", 3))
+      else if (k == 6 && !strncmp(a, "switch", 6)) {
+        ok = parse_range(val);
+        if (ok) {
+          n_ranges--; /* not a counted range */
+          switch_lo = ranges[n_ranges][0];
+          switch_hi = ranges[n_ranges][1];
+        }
+      } else if (k == 3 && !strncmp(a, "out", 3))
         ok = snprintf(out_path, sizeof out_path, "%s", val) < (int)sizeof out_path;
       else
         ok = false;
@@ -377,7 +485,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
   if (n_vcpus < 1) n_vcpus = 1;
   inline_plain = info->system_emulation && info->system.max_vcpus == 1;
   states = calloc((size_t)n_vcpus * N_DOMAINS, sizeof *states);
-  if (!states) return -1;
+  scratch = calloc((size_t)n_vcpus, sizeof *scratch);
+  if (!states || !scratch) return -1;
   qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
   qemu_plugin_register_atexit_cb(id, report_at_exit, NULL);
   return 0;
