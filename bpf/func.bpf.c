@@ -68,7 +68,9 @@ const volatile bool need_comm = false;       /* records carry the command name (
 const volatile __u32 clock_events = 0;       /* bit i: event i is the on-CPU time (ns) */
 const volatile __u32 self_tgid = 0;          /* pmcprof itself: never counted ... */
 const volatile __u32 calibration_id = PMCPROF_MAX_FUNCS; /* ... but for this function id */
-const volatile __u32 n_hists = PMCPROF_HIST_EVENT0;      /* histograms per function */
+/* ... and this one: an outer function calling the calibration target (nested probes' cost) */
+const volatile __u32 calibration_outer_id = PMCPROF_MAX_FUNCS + 1;
+const volatile __u32 n_hists = PMCPROF_HIST_EVENT0; /* histograms per function */
 /* Histogram of event i: PMCPROF_HIST_EVENT0 + its rank among the events that are not clock
  * events (a clock event's histogram is the on-CPU one). */
 const volatile __u32 event_hist[PMCPROF_MAX_EVENTS] = {};
@@ -92,10 +94,11 @@ struct {
 struct frame {
   __u32 func_id;
   __u32 entry_cpu;
-  __u32 region; /* a region's start (else a call) */
-  __u32 hidden; /* the thread's hidden switches at entry */
-  __u64 sp;     /* stack pointer at entry (0: unknown): a later entry at or above it means this
-                   frame was left without a return (longjmp) */
+  __u32 region;                       /* a region's start (else a call) */
+  __u32 hidden;                       /* the thread's hidden switches at entry */
+  __u32 nested[PMCPROF_COST_CLASSES]; /* the thread's probed entries per cost class, at entry */
+  __u64 sp; /* stack pointer at entry (0: unknown): a later entry at or above it means this
+               frame was left without a return (longjmp) */
   __u64 wall_start;
   __u64 oncpu_start;
   __u64 cgroup_id;
@@ -131,8 +134,9 @@ struct thread_state {
   __u32 off_cpu;     /* switched out with a call in flight, and not yet seen switched in */
   __u32 hidden;      /* switches the kernel did not report (a missed switch in or out) */
   __u32 pad;
-  __u32 gaps[PMCPROF_MAX_EVENTS]; /* per event: segments it did not run throughout */
-  __u32 runs[PMCPROF_MAX_EVENTS]; /* per event: segments it ran in at all */
+  __u32 nested[PMCPROF_COST_CLASSES]; /* probed entries per cost class, ever */
+  __u32 gaps[PMCPROF_MAX_EVENTS];     /* per event: segments it did not run throughout */
+  __u32 runs[PMCPROF_MAX_EVENTS];     /* per event: segments it ran in at all */
   __u64 seg_start_ns;
   __u64 oncpu_acc;
   __u64 acc[PMCPROF_MAX_EVENTS];
@@ -289,6 +293,13 @@ struct pmcprof_calib_sample calib[PMCPROF_CALIB_CALLS] = {};
 __u32 calib_count = 0;
 __u64 bias[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {};
 __u64 noise[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {}; /* the floor beside each bias */
+/* Nested probes: each function's cost class (0: none) and each class's cost to an enclosing
+ * call (per event, wall, on-CPU); the outer calibration function's samples. */
+__u32 cost_class[PMCPROF_MAX_FUNCS + 2] = {};
+__u64 enclosed[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {};
+__u64 enclosed_noise[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {}; /* its spread */
+struct pmcprof_calib_sample calib_outer[PMCPROF_CALIB_CALLS] = {};
+__u32 calib_outer_count = 0;
 
 /* ---- small helpers ---- */
 
@@ -630,7 +641,7 @@ static __always_inline struct frame *frame_at(struct thread_state *t, __u32 tid,
  * are live: a region still open, or the calls a region's end ran inside), or whose program
  * image exec replaced: no exit matches its id, it comes off once it is on top, and nothing
  * counts for it again (no function has this id). */
-#define PMCPROF_DEAD_FRAME (PMCPROF_MAX_FUNCS + 1)
+#define PMCPROF_DEAD_FRAME (PMCPROF_MAX_FUNCS + 2)
 
 /* Deep frames are walked by global functions (verified once each, on their own: a loop of
  * map lookups inlined into the entry and exit programs multiplied the verifier's paths past
@@ -767,6 +778,16 @@ __attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u32 tid, _
   return 0;
 }
 
+/* A probe pair of func_id's cost class fires: every call in flight (and every frame this
+ * entry makes) sees it. */
+static __always_inline void count_nested(__u32 func_id, struct thread_state *t) {
+  __u64 k = func_id;
+  asm volatile("" : "+r"(k)); /* compared and used in the same register (as bucket_of) */
+  if (k > PMCPROF_MAX_FUNCS + 1) return;
+  const __u32 c = cost_class[k];
+  if (c >= 1 && c <= PMCPROF_COST_CLASSES) t->nested[(c - 1) & (PMCPROF_COST_CLASSES - 1)]++;
+}
+
 /* The kernel's limit of nested uretprobe instances per task (MAX_URETPROBE_DEPTH). */
 #define PMCPROF_MAX_URETPROBE_DEPTH 64
 
@@ -783,7 +804,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
   __u32 tgid = id >> 32, tid = (__u32)id;
   /* pmcprof's own calls count only as calibration calls, and calibration calls only from
    * pmcprof (a calibration tracepoint fires for every process); no filter applies to them. */
-  const bool calibration = func_id == calibration_id;
+  const bool calibration = func_id == calibration_id || func_id == calibration_outer_id;
   if ((tgid == self_tgid) != calibration) return 0;
   if (!calibration && n_filter_cgroups && !in_filter_cgroups()) return 0;
   /* A thread with state already passed the process filter: skip that lookup per call. */
@@ -803,6 +824,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
   acquire(t);
   absorb_missed_switch_in(t);
   pop_abandoned(t, tid, sp, func_id);
+  count_nested(func_id, t);
   /* A user function whose return the kernel will not probe: past MAX_URETPROBE_DEPTH (64)
    * return instances in flight, the kernel omits the uretprobe, so no exit would come. Too
    * deep, and no frame (an exit of an outer call must not be paired with it). */
@@ -849,6 +871,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
   f->migrations = t->migrations;
   f->bad = t->bad;
   f->hidden = t->hidden;
+  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) f->nested[c] = t->nested[c];
   f->read_errors = t->read_errors;
   f->wall_start = now;
   f->oncpu_start = t->oncpu_acc;
@@ -1060,6 +1083,22 @@ __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 tid, __
   return 0;
 }
 
+/* What the probed calls entered inside a call (n per cost class) added to its quantity `slot`. */
+static __always_inline __u64 nested_cost(const __u32 *n, __u32 slot) {
+  __u64 cost = 0;
+  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
+    cost += (__u64)n[c] * enclosed[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
+  return cost;
+}
+
+/* ... and the spread of that (the noise floor grows with the probed calls inside). */
+static __always_inline __u64 nested_noise(const __u32 *n, __u32 slot) {
+  __u64 noise_sum = 0;
+  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
+    noise_sum += (__u64)n[c] * enclosed_noise[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
+  return noise_sum;
+}
+
 /* The call's per-event deltas, and which events ran through it (measured) or in part, less
  * the probe's own bias when compensating: then signed (two's complement), never clamped, so
  * sums are not pushed up (a value below the floor is flagged instead). */
@@ -1068,13 +1107,18 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   if (!t || !f || !rec) return 0;
   __u32 fid = rec->func_id;
   if (fid > PMCPROF_MAX_FUNCS) return 0;
-  const bool comp = compensate && fid != calibration_id;
+  const bool comp = compensate && fid != calibration_id && fid != calibration_outer_id;
+  /* Probed calls entered inside this one, per cost class (their probes' cost is in it). */
+  __u32 n[PMCPROF_COST_CLASSES];
+  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) n[c] = t->nested[c] - f->nested[c];
   if (comp) {
-    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL];
-    if ((__s64)rec->wall_ns < (__s64)noise[fid][PMCPROF_BIAS_WALL])
+    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL] + nested_cost(n, PMCPROF_BIAS_WALL);
+    if ((__s64)rec->wall_ns <
+        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, PMCPROF_BIAS_WALL)))
       rec->flags |= PMCPROF_REC_WALL_UNDER_FLOOR;
-    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU];
-    if ((__s64)rec->oncpu_ns < (__s64)noise[fid][PMCPROF_BIAS_ONCPU])
+    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU] + nested_cost(n, PMCPROF_BIAS_ONCPU);
+    if ((__s64)rec->oncpu_ns <
+        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, PMCPROF_BIAS_ONCPU)))
       rec->flags |= PMCPROF_REC_ONCPU_UNDER_FLOOR;
   }
   /* The masks are built in the record (volatile: read back from memory each time), not in
@@ -1088,8 +1132,8 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
     if (i >= n_events) break;
     __u64 d = t->acc[i] - f->v_start[i];
     if (comp) {
-      d -= bias[fid][i];
-      if ((__s64)d < (__s64)noise[fid][i]) *under |= 1u << i;
+      d -= bias[fid][i] + nested_cost(n, i);
+      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, i))) *under |= 1u << i;
     }
     rec->delta[i] = d;
     if (t->gaps[i] == f->gaps[i]) *measured |= 1u << i;
@@ -1100,11 +1144,12 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   return 0;
 }
 
-__attribute__((noinline)) int keep_calibration_sample(const struct pmcprof_record *rec) {
+__attribute__((noinline)) int keep_calibration_sample(const struct pmcprof_record *rec,
+                                                      bool outer) {
   if (!rec) return 0;
-  __u32 idx = __sync_fetch_and_add(&calib_count, 1);
+  __u32 idx = __sync_fetch_and_add(outer ? &calib_outer_count : &calib_count, 1);
   if (idx >= PMCPROF_CALIB_CALLS) return 0;
-  struct pmcprof_calib_sample *c = &calib[idx];
+  struct pmcprof_calib_sample *c = outer ? &calib_outer[idx] : &calib[idx];
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) c->delta[i] = rec->delta[i];
   c->wall_ns = rec->wall_ns;
   c->oncpu_ns = rec->oncpu_ns;
@@ -1116,12 +1161,13 @@ __attribute__((noinline)) int keep_calibration_sample(const struct pmcprof_recor
 static __always_inline int on_exit(void *ctx, __u32 func_id) {
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tgid = id >> 32, tid = (__u32)id;
-  if ((tgid == self_tgid) != (func_id == calibration_id)) return 0;
+  const bool calibration = func_id == calibration_id || func_id == calibration_outer_id;
+  if ((tgid == self_tgid) != calibration) return 0;
   struct thread_state *t = current_state(tid, false);
   if (!t) {
     /* A thread with no state has nothing in flight: an exit (a region's end) without entry,
      * counted when the thread is one the run watches. */
-    if (func_id != calibration_id && wanted(tgid) && (!n_filter_cgroups || in_filter_cgroups()))
+    if (!calibration && wanted(tgid) && (!n_filter_cgroups || in_filter_cgroups()))
       stat_inc(func_id, STAT_UNMATCHED_EXIT);
     return 0;
   }
@@ -1192,8 +1238,8 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   if (count_entries) stat_inc(func_id, STAT_ENDED);
   release(t);
 
-  if (func_id == calibration_id) {
-    keep_calibration_sample(&rec);
+  if (calibration) {
+    keep_calibration_sample(&rec, func_id == calibration_outer_id);
     return 0;
   }
   if (agg_mode & PMCPROF_AGG_KERNEL) aggregate(&rec);

@@ -482,6 +482,12 @@ struct pmcprof_func_stats {
 #define PMCPROF_BIAS_WALL PMCPROF_MAX_EVENTS
 #define PMCPROF_BIAS_ONCPU (PMCPROF_MAX_EVENTS + 1)
 #define PMCPROF_BIAS_SLOTS (PMCPROF_MAX_EVENTS + 2)
+/* Probed calls nested in a call add their probes' cost to it: each function belongs to a cost
+ * class (its backend's calibration, 1..PMCPROF_COST_CLASSES; 0: none), whose cost as seen
+ * from an enclosing call is calibrated (an outer function calling the calibration target, with
+ * and without the target probed); every call loses that cost once per probed call entered
+ * inside it, besides its own bias. */
+#define PMCPROF_COST_CLASSES 4
 /* The noise floor beside each bias (same slots): the spread of the calibration's samples
  * (their 90th less their 10th percentile). A compensated value below it is flagged. */
 

@@ -43,6 +43,20 @@ constexpr std::uint64_t kUsdtSiteBytes = 4;
 extern "C" void pmcprof_calibration_stepped();
 extern "C" void pmcprof_calibration_usdt();
 
+// The calibration target's caller: calls it (or makes the syscall) `k` times. Probed under
+// the outer calibration id, with and without the target probed, it measures what a probed
+// call costs the call it is nested in.
+extern "C" __attribute__((noinline, used)) void pmcprof_calibration_outer(void (*fn)(), long nr,
+                                                                          int k) {
+  for (int i = 0; i < k; ++i) {
+    if (fn)
+      fn();
+    else
+      syscall(nr);
+  }
+  asm volatile("" ::: "memory");
+}
+
 namespace pmcprof {
 
 const char* to_string(UprobeStart s) {
@@ -153,7 +167,10 @@ struct CalibrationProbe {
   long syscall_nr = -1;
 };
 
-CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest& req) {
+// The calibration probe of `req`'s backend: what it probes and how to call it, attached (or,
+// without `attach`, only described).
+CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest& req,
+                              bool attach = true) {
   CalibrationProbe p;
   const std::uint32_t id = object.calibration_id();
   switch (req.backend) {
@@ -165,7 +182,7 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
       p.probed = std::string("an empty function in pmcprof (") + t.text + ")";
       p.own_instructions = t.own_instructions;
       p.call = t.fn;
-      p.links = object.attach_uprobe(id, where->path, where->file_offset, ::getpid());
+      if (attach) p.links = object.attach_uprobe(id, where->path, where->file_offset, ::getpid());
       break;
     }
     case ProbeBackend::kprobe:
@@ -174,7 +191,9 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
       if (target.empty()) throw SystemError("no sys_ni_syscall in /proc/kallsyms to calibrate on");
       p.probed = target + " (an unimplemented syscall)";
       p.syscall_nr = kNotImplementedSyscall;
-      if (req.backend == ProbeBackend::kprobe)
+      if (!attach)
+        break;
+      else if (req.backend == ProbeBackend::kprobe)
         p.links = object.attach_kprobe(id, target);
       else
         p.fentry = object.attach_fentry(id, target);
@@ -188,6 +207,7 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
       if (!where) throw SystemError("pmcprof's own calibration target is not in a mapped file");
       p.probed = "an empty region in pmcprof (between two nop sites, as USDT probes are)";
       p.call = pmcprof_calibration_usdt;
+      if (!attach) break;
       p.links.push_back(object.attach_user(ProbeRole::exit, id, where->path,
                                            where->file_offset + kUsdtSiteBytes, 0, false,
                                            ::getpid()));
@@ -200,11 +220,88 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
       if (!s) throw SystemError("every cheap syscall is a target: nothing left to calibrate on");
       p.probed = std::string("syscall:") + s->name + " (its own work included)";
       p.syscall_nr = s->nr;
-      p.links = object.attach_syscall(id, s->name);
+      if (attach) p.links = object.attach_syscall(id, s->name);
       break;
     }
   }
   return p;
+}
+
+constexpr int kNested = 4;  // target calls per call of the outer function
+
+// Calls the outer function kCalls times, each calling the target kNested times.
+void make_outer_calls(const CalibrationProbe& p) {
+  void (*volatile outer)(void (*)(), long, int) = pmcprof_calibration_outer;
+  for (int i = 0; i < kCalls; ++i) outer(p.call, p.syscall_nr, kNested);
+}
+
+// Rounds of `calls` until every event has measured enough calls of the calibration id (or,
+// with `outer`, of the outer id): multiplexed, an event runs through only the calls made while
+// it is on the PMU.
+template <class Calls>
+std::vector<FuncObject::CalibrationSample> sample_rounds(const FuncObject& object, bool outer,
+                                                         Calls calls) {
+  std::vector<FuncObject::CalibrationSample> samples;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    object.reset_calibration();
+    calls();
+    for (auto& s : object.calibration_samples(outer)) samples.push_back(std::move(s));
+    if (enough_samples(samples, object.events().size())) break;
+  }
+  return samples;
+}
+
+// Medians and spreads of calibration samples, per event (of the calls it measured), wall (of
+// every call) and on-CPU (of the counted calls).
+struct SampleStats {
+  std::size_t seen = 0, counted = 0;
+  std::vector<std::optional<std::uint64_t>> events, events_spread;
+  std::uint64_t wall = 0, oncpu = 0, wall_spread = 0, oncpu_spread = 0;
+};
+
+SampleStats sample_stats(const std::vector<FuncObject::CalibrationSample>& samples,
+                         std::size_t n_events) {
+  std::vector<std::vector<std::uint64_t>> per_event(n_events);
+  std::vector<std::uint64_t> wall, oncpu;
+  for (const auto& s : samples) {
+    wall.push_back(s.wall_ns);
+    if (s.not_counted) continue;
+    oncpu.push_back(s.oncpu_ns);
+    for (std::size_t i = 0; i < n_events; ++i)
+      if (s.measured & (1u << i)) per_event[i].push_back(s.delta[i]);
+  }
+  SampleStats st;
+  st.seen = samples.size();
+  st.counted = oncpu.size();
+  st.wall = median(wall).value_or(0);
+  st.oncpu = median(oncpu).value_or(0);
+  st.wall_spread = spread(wall).value_or(0);
+  st.oncpu_spread = spread(oncpu).value_or(0);
+  for (auto& v : per_event) {
+    st.events.push_back(median(v));
+    st.events_spread.push_back(spread(std::move(v)));
+  }
+  return st;
+}
+
+// What a probed call costs the call it is nested in: the outer function's medians with the
+// target probed less without, per target call (never below 0).
+void set_enclosed(ProbeBias& bias, const SampleStats& with, const SampleStats& alone) {
+  auto per_call = [](std::uint64_t w, std::uint64_t a) { return w > a ? (w - a) / kNested : 0; };
+  if (with.counted == 0 || alone.counted == 0) return;
+  bias.nested_calibrated = true;
+  for (std::size_t i = 0; i < with.events.size() && i < alone.events.size(); ++i)
+    bias.enclosed.push_back(with.events[i] && alone.events[i]
+                                ? std::optional(per_call(*with.events[i], *alone.events[i]))
+                                : std::nullopt);
+  bias.enclosed_oncpu_ns = per_call(with.oncpu, alone.oncpu);
+  bias.enclosed_wall_ns = std::min(per_call(with.wall, alone.wall), bias.enclosed_oncpu_ns);
+  // kNested target calls in each outer sample: the spread of one is about sqrt(kNested) less.
+  auto one = [](std::uint64_t s) { return s / 2; };
+  static_assert(kNested == 4, "one(): the square root of kNested");
+  for (const auto& v : with.events_spread) bias.enclosed_noise.push_back(one(v.value_or(0)));
+  bias.enclosed_noise.push_back(one(with.oncpu_spread));
+  bias.enclosed_noise.push_back(one(with.oncpu_spread));
 }
 
 void make_calls(const CalibrationProbe& p) {
@@ -258,63 +355,78 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
   ProbeBias bias;
   bias.backend = req.backend;
   if (req.backend == ProbeBackend::uprobe) bias.start = req.start;
+  const std::size_t n_events = object.events().size();
   std::uint64_t own = 0;
   std::vector<FuncObject::CalibrationSample> samples;
+  SampleStats outer_alone, outer_with;
   try {
+    // The outer function first, its target not probed yet. (Without it, the probe's own bias
+    // is still calibrated: nested calls are then not compensated, and the report says why.)
+    std::vector<BpfLink> outer;
+    try {
+      auto outer_at = locate_in_maps(read_file("/proc/self/maps").value_or(""),
+                                     reinterpret_cast<std::uint64_t>(pmcprof_calibration_outer));
+      if (!outer_at) throw SystemError("pmcprof's calibration caller is not in a mapped file");
+      const CalibrationProbe target = attach_probe(object, req, false);
+      outer = object.attach_uprobe(object.calibration_outer_id(), outer_at->path,
+                                   outer_at->file_offset, ::getpid());
+      outer_alone =
+          sample_stats(sample_rounds(object, true, [&] { make_outer_calls(target); }), n_events);
+    } catch (const Error& e) {
+      bias.nested_why_not = e.what();
+    }
     CalibrationProbe probe = attach_probe(object, req);
     bias.probed = probe.probed;
     own = probe.own_instructions;
-    // Rounds of calls until every event has measured enough of them: multiplexed, an event
-    // runs through only the calls made while it is on the PMU.
-    for (int round = 0; round < kMaxRounds; ++round) {
-      object.reset_calibration();
-      make_calls(probe);
-      for (auto& s : object.calibration_samples()) samples.push_back(std::move(s));
-      if (enough_samples(samples, object.events().size())) break;
-    }
-    // Only pmcprof's own calls reach the calibration id, and it makes no more: the samples
-    // are final while the probe is detached in the background.
+    samples = sample_rounds(object, false, [&] { make_calls(probe); });
+    if (!outer.empty())
+      outer_with =
+          sample_stats(sample_rounds(object, true, [&] { make_outer_calls(probe); }), n_events);
+    // Only pmcprof's own calls reach the calibration ids, and it makes no more: the samples
+    // are final while the probes are detached in the background.
+    reaper.reap(std::move(outer), {});
     reaper.reap(std::move(probe.links), {});
     reaper.reap(std::move(probe.fentry.links), {std::move(probe.fentry.twin)});
   } catch (const Error& e) {
     bias.why_not = e.what();
     return bias;
   }
-  const std::size_t n_events = object.events().size();
-  std::vector<std::vector<std::uint64_t>> per_event(n_events);
-  std::vector<std::uint64_t> wall, oncpu;
-  for (const auto& s : samples) {
-    wall.push_back(s.wall_ns);
-    if (s.not_counted) continue;
-    oncpu.push_back(s.oncpu_ns);
-    for (std::size_t i = 0; i < n_events; ++i)
-      if (s.measured & (1u << i)) per_event[i].push_back(s.delta[i]);
-  }
-  if (oncpu.empty()) {
-    bias.why_not = "no calibration call was measured (" + std::to_string(samples.size()) + " seen)";
+  const SampleStats st = sample_stats(samples, n_events);
+  if (st.counted == 0) {
+    bias.why_not = "no calibration call was measured (" + std::to_string(st.seen) + " seen)";
     return bias;
   }
   bias.calibrated = true;
-  bias.calls = oncpu.size();
-  bias.wall_ns = median(wall).value_or(0);
-  bias.oncpu_ns = median(oncpu).value_or(0);
-  bias.wall_noise_ns = spread(wall).value_or(0);
-  bias.oncpu_noise_ns = spread(oncpu).value_or(0);
+  bias.calls = st.counted;
+  bias.wall_ns = st.wall;
+  bias.oncpu_ns = st.oncpu;
+  bias.wall_noise_ns = st.wall_spread;
+  bias.oncpu_noise_ns = st.oncpu_spread;
   for (std::size_t i = 0; i < n_events; ++i) {
-    auto m = median(per_event[i]);
+    auto m = st.events[i];
     // The empty function's own instructions are its work, not the probe's (and, for cycles,
     // one cycle each: exact under qemu's -icount, about right for two trivial instructions).
     if (m && i < req.own_work_events.size() && req.own_work_events[i]) *m = *m > own ? *m - own : 0;
     bias.events.push_back(m);
-    bias.events_noise.push_back(spread(per_event[i]));
+    bias.events_noise.push_back(st.events_spread[i]);
   }
+  set_enclosed(bias, outer_with, outer_alone);
   // A tracepoint pair cannot be calibrated on an empty syscall: its figure includes the
-  // syscall's work, so it is stated but not taken off other syscalls.
+  // syscall's work, so it is stated but not taken off other syscalls. (What it costs a call
+  // it is nested in is the difference of two runs of the same syscalls: taken off.)
   bias.subtracted = req.compensate && req.backend != ProbeBackend::tracepoint;
   if (bias.subtracted)
     for (std::uint32_t id : req.func_ids)
       object.set_bias(id, bias_values(bias), noise_values(bias));
   return bias;
+}
+
+std::vector<std::uint64_t> enclosed_values(const ProbeBias& bias) {
+  std::vector<std::uint64_t> values;
+  for (const auto& v : bias.enclosed) values.push_back(v.value_or(0));
+  values.push_back(bias.enclosed_wall_ns);
+  values.push_back(bias.enclosed_oncpu_ns);
+  return values;
 }
 
 }  // namespace pmcprof

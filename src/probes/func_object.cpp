@@ -87,7 +87,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   if (!obj.skel_) throw SystemError("cannot open the func BPF object: " + errno_string(errno));
   auto* skel = obj.skel_.get();
   const std::size_t n_events = obj.events_.size();
-  const std::size_t n_ids = config.n_funcs + 1;  // + the calibration target
+  const std::size_t n_ids = config.n_funcs + 2;  // + the calibration target and its caller
   auto* ro = skel->rodata;
   ro->n_events = static_cast<__u32>(n_events);
   ro->n_cpus = static_cast<__u32>(obj.events_.n_cpus());
@@ -114,6 +114,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   ro->clock_events = config.clock_events;
   ro->self_tgid = static_cast<__u32>(::getpid());
   ro->calibration_id = static_cast<__u32>(config.n_funcs);
+  ro->calibration_outer_id = static_cast<__u32>(config.n_funcs + 1);
   ro->compensate = config.compensate;
   __u32 n_hists = PMCPROF_HIST_EVENT0;
   for (std::size_t i = 0; i < n_events; ++i)
@@ -556,14 +557,16 @@ std::vector<FuncProbeStats> FuncObject::read_func_stats() const {
 
 void FuncObject::reset_calibration() const {
   __atomic_store_n(&skel_->bss->calib_count, 0u, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&skel_->bss->calib_outer_count, 0u, __ATOMIC_SEQ_CST);
 }
 
-std::vector<FuncObject::CalibrationSample> FuncObject::calibration_samples() const {
+std::vector<FuncObject::CalibrationSample> FuncObject::calibration_samples(bool outer) const {
   std::vector<CalibrationSample> out;
-  const __u32 n = std::min<__u32>(__atomic_load_n(&skel_->bss->calib_count, __ATOMIC_SEQ_CST),
-                                  PMCPROF_CALIB_CALLS);
+  auto* count = outer ? &skel_->bss->calib_outer_count : &skel_->bss->calib_count;
+  const pmcprof_calib_sample* samples = outer ? skel_->bss->calib_outer : skel_->bss->calib;
+  const __u32 n = std::min<__u32>(__atomic_load_n(count, __ATOMIC_SEQ_CST), PMCPROF_CALIB_CALLS);
   for (__u32 k = 0; k < n; ++k) {
-    const pmcprof_calib_sample& c = skel_->bss->calib[k];
+    const pmcprof_calib_sample& c = samples[k];
     CalibrationSample s;
     s.delta.assign(c.delta, c.delta + events_.size());
     s.measured = c.measured;
@@ -590,6 +593,27 @@ void FuncObject::set_bias(std::uint32_t func_id, const std::vector<std::uint64_t
   // The floor first: a call that sees the new bias sees its floor.
   store(skel_->bss->noise[func_id], noise);
   store(skel_->bss->bias[func_id], values);
+}
+
+static_assert(FuncObject::kCostClasses == PMCPROF_COST_CLASSES);
+
+void FuncObject::set_nested_cost(std::uint32_t func_id, std::uint32_t cost_class,
+                                 const std::vector<std::uint64_t>& enclosed,
+                                 const std::vector<std::uint64_t>& noise) const {
+  if (func_id > PMCPROF_MAX_FUNCS + 1 || cost_class < 1 || cost_class > PMCPROF_COST_CLASSES)
+    return;
+  const std::size_t n = events_.size();
+  auto store = [n](__u64* slots, const std::vector<std::uint64_t>& v) {
+    for (std::size_t i = 0; i < n && i < v.size(); ++i)
+      __atomic_store_n(&slots[i], v[i], __ATOMIC_RELAXED);
+    if (v.size() >= n + 2) {
+      __atomic_store_n(&slots[PMCPROF_BIAS_WALL], v[n], __ATOMIC_RELAXED);
+      __atomic_store_n(&slots[PMCPROF_BIAS_ONCPU], v[n + 1], __ATOMIC_RELAXED);
+    }
+  };
+  store(skel_->bss->enclosed_noise[cost_class - 1], noise);
+  store(skel_->bss->enclosed[cost_class - 1], enclosed);
+  __atomic_store_n(&skel_->bss->cost_class[func_id], cost_class, __ATOMIC_RELAXED);
 }
 
 std::uint64_t fdinfo_memlock(const std::string& text) {

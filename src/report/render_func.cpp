@@ -67,8 +67,10 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
   if (d.estimated)
     cells += "  (estimated: " + format_grouped(static_cast<double>(d.measured), 0) + " of " +
              format_grouped(static_cast<double>(calls), 0) + " calls measured)";
+  // A call's floor is the row's and, per probed call nested in it, that probe's spread.
   if (d.noise_floor && (any_flag || d.under_floor > 0))
-    cells += "  (*: below the noise floor of " + format_amount(*d.noise_floor, unit, false) + ", " +
+    cells += "  (*: below the noise floor, " + format_amount(*d.noise_floor, unit, false) +
+             " and more with probed calls inside: " +
              format_grouped(static_cast<double>(d.under_floor), 0) + " of " +
              format_grouped(static_cast<double>(d.measured), 0) + " calls)";
   return cells;
@@ -203,11 +205,19 @@ std::string bias_line(const ProbeBiasRow& b) {
   line += ", " + format_grouped(static_cast<double>(b.calls), 0) + " calls of " + b.probed +
           (b.subtracted ? "; subtracted" : "; not subtracted") + "): the probe adds about " +
           format_duration(b.oncpu_ns) + " on-CPU, " + format_duration(b.wall_ns) + " wall";
-  for (const auto& e : b.events) {
-    if (!e.per_call) continue;
-    line += ", " + format_amount(*e.per_call, e.unit, false) + " " + e.event;
-  }
-  return line + " per call";
+  auto amounts = [](const std::vector<ProbeBiasRow::Event>& events) {
+    std::string text;
+    for (const auto& e : events)
+      if (e.per_call) text += ", " + format_amount(*e.per_call, e.unit, false) + " " + e.event;
+    return text;
+  };
+  line += amounts(b.events) + " per call";
+  if (b.nested)
+    line += "; a probed call nested in another adds it about " +
+            format_duration(b.nested->oncpu_ns) + " on-CPU, " + format_duration(b.nested->wall_ns) +
+            " wall" + amounts(b.nested->events) +
+            (b.nested_subtracted ? " (subtracted)" : " (not subtracted)");
+  return line;
 }
 
 void text_final(std::ostream& out, const FunctionReport& r) {
@@ -331,6 +341,16 @@ ojson report_json(const FunctionReport& r, const char* type) {
       for (const auto& e : b.events)
         ev[e.event] = e.per_call ? number(*e.per_call) : ojson(nullptr);
       bj["events"] = std::move(ev);
+      if (b.nested) {
+        ojson nj, nev = ojson::object();
+        nj["subtracted"] = b.nested_subtracted;
+        nj["wall_ns"] = number(b.nested->wall_ns);
+        nj["oncpu_ns"] = number(b.nested->oncpu_ns);
+        for (const auto& e : b.nested->events)
+          nev[e.event] = e.per_call ? number(*e.per_call) : ojson(nullptr);
+        nj["events"] = std::move(nev);
+        bj["nested"] = std::move(nj);
+      }
     }
     biases.push_back(std::move(bj));
   }

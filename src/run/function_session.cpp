@@ -175,7 +175,8 @@ struct FunctionSession::State {
   std::uint64_t previous_ns = 0;
   bool live = false;
   std::vector<ProbeBias> biases;
-  std::map<std::uint32_t, std::size_t> bias_of;  // function id -> the bias subtracted from it
+  std::map<std::uint32_t, std::size_t> bias_of;        // function id -> the bias subtracted from it
+  std::map<std::size_t, std::uint32_t> cost_class_of;  // bias -> its nested-cost class (1..)
   LinkReaper reaper;  // detaches calibration probes while the run goes on
   Fd keep_reading;    // kernel aggregation: a read a minute keeps 32-bit buckets exact
 
@@ -255,6 +256,13 @@ struct FunctionSession::State {
       }
       if (region && is_usdt_region(p)) c.probe_programs = true;
     }
+    // Compensating, every calibration also measures what a nested probed call costs, on an
+    // outer function in pmcprof probed with a uprobe: its programs load whatever the run's
+    // own backends are.
+    if (plan.compensate && (c.probe_programs || c.syscall_programs || !points.empty()))
+      c.probe_programs |= std::any_of(points.begin(), points.end(), [](const AttachPoint& p) {
+        return p.shape != MeasureShape::probe;
+      });
     return c;
   }
 
@@ -361,11 +369,13 @@ struct FunctionSession::State {
     for (const auto& b : biases) {
       if (!b.region_kinds.empty() || b.backend != backend || (b.start && *b.start != p.start))
         continue;
+      const auto index = static_cast<std::size_t>(&b - biases.data());
       if (b.subtracted)
         for (auto id : ids) {
           object.set_bias(id, bias_values(b), noise_values(b));
-          bias_of[id] = static_cast<std::size_t>(&b - biases.data());
+          bias_of[id] = index;
         }
+      set_nested_cost(index, ids);
       return;
     }
     CalibrationRequest req;
@@ -384,6 +394,21 @@ struct FunctionSession::State {
     biases.push_back(pmcprof::calibrate(object, req, reaper));
     if (biases.back().subtracted)
       for (auto id : ids) bias_of[id] = biases.size() - 1;
+    set_nested_cost(biases.size() - 1, ids);
+  }
+
+  // The calls of `ids` (calibrated as bias `index`) cost the calls they are nested in what the
+  // calibration measured: each backend's cost is a class, taken off per nested call.
+  void set_nested_cost(std::size_t index, const std::vector<std::uint32_t>& ids) {
+    const ProbeBias& b = biases[index];
+    if (!plan.compensate || !b.nested_calibrated) return;
+    auto it = cost_class_of.find(index);
+    if (it == cost_class_of.end()) {
+      if (cost_class_of.size() >= FuncObject::kCostClasses) return;  // more backends than that
+      it = cost_class_of.emplace(index, static_cast<std::uint32_t>(cost_class_of.size() + 1)).first;
+    }
+    for (auto id : ids)
+      object.set_nested_cost(id, it->second, enclosed_values(b), b.enclosed_noise);
   }
 
   // The noise floors of the bias subtracted from point `func_id`'s calls, on its row.
@@ -414,11 +439,22 @@ struct FunctionSession::State {
       row.calls = b.calls;
       row.wall_ns = static_cast<double>(b.wall_ns);
       row.oncpu_ns = static_cast<double>(b.oncpu_ns);
-      for (const auto& info : infos) {
-        if (!info.bpf_index || *info.bpf_index >= b.events.size()) continue;
-        const auto& v = b.events[*info.bpf_index];
-        row.events.push_back({info.event, info.unit,
-                              v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt});
+      auto events_of = [this](const std::vector<std::optional<std::uint64_t>>& values) {
+        std::vector<ProbeBiasRow::Event> out;
+        for (const auto& info : infos) {
+          if (!info.bpf_index || *info.bpf_index >= values.size()) continue;
+          const auto& v = values[*info.bpf_index];
+          out.push_back({info.event, info.unit,
+                         v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt});
+        }
+        return out;
+      };
+      row.events = events_of(b.events);
+      if (b.nested_calibrated) {
+        row.nested =
+            ProbeBiasRow::Nested{events_of(b.enclosed), static_cast<double>(b.enclosed_wall_ns),
+                                 static_cast<double>(b.enclosed_oncpu_ns)};
+        row.nested_subtracted = plan.compensate;
       }
       rows.push_back(std::move(row));
     }

@@ -68,10 +68,12 @@ def keys_not_snake(doc, where="", inside_events=False):
         for k, v in doc.items():
             if not inside_events and not SNAKE.match(k):
                 bad.append(f"{where}/{k}")
-            # Event names key a function's `events`, a probe bias's `events` and a function
-            # metric's `events` (its formula's inputs); metric names key a function's `metrics`.
+            # Event names key a function's `events`, a probe bias's `events` (and its nested
+            # cost's) and a function metric's `events` (its formula's inputs); metric names key
+            # a function's `metrics`.
             keyed_by_event = isinstance(v, dict) and (
-                (k == "events" and ("function" in doc or "calibrated" in doc or "formula" in doc))
+                (k == "events" and ("function" in doc or "calibrated" in doc or "formula" in doc
+                                    or where.endswith("/nested")))
                 or (k == "metrics" and "function" in doc))
             bad += keys_not_snake(v, f"{where}/{k}", inside_events=keyed_by_event)
     elif isinstance(doc, list):

@@ -51,6 +51,17 @@ struct ProbeBias {
   std::vector<std::optional<std::uint64_t>> events_noise;
   std::uint64_t wall_noise_ns = 0;
   std::uint64_t oncpu_noise_ns = 0;
+  // What one probed call of this backend costs a call it is nested in (an outer function in
+  // pmcprof calling the target, probed with and without the target probed), per BPF event
+  // (nullopt where not measured), wall and on-CPU.
+  bool nested_calibrated = false;
+  std::string nested_why_not;  // when not
+  std::vector<std::optional<std::uint64_t>> enclosed;
+  std::uint64_t enclosed_wall_ns = 0;
+  std::uint64_t enclosed_oncpu_ns = 0;
+  // Its spread per nested call (the outer samples' spread over the square root of the target
+  // calls in each): added to the noise floor of a call per probed call inside it.
+  std::vector<std::uint64_t> enclosed_noise;  // per BPF event, wall, on-CPU
 };
 
 struct CalibrationRequest {
@@ -79,6 +90,9 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& request,
 std::vector<std::uint64_t> bias_values(const ProbeBias& bias);
 // The noise floors in the same order.
 std::vector<std::uint64_t> noise_values(const ProbeBias& bias);
+// What a nested probed call costs, in the same order (FuncObject::set_nested_cost); its
+// spread is `enclosed_noise`.
+std::vector<std::uint64_t> enclosed_values(const ProbeBias& bias);
 
 // The spread of the values: their 90th less their 10th percentile (nearest rank; 0 for fewer
 // than two values).

@@ -66,8 +66,8 @@ struct FuncObjectConfig {
   // -G filter: (cgroup id, level below the v2 root).
   std::vector<std::pair<std::uint64_t, std::uint32_t>> filter_cgroups;
   ThreadStore thread_store = ThreadStore::automatic;
-  std::size_t max_threads = 8192;    // hash store: threads with state at once
-  std::size_t max_tracked = 4096;    // processes followed at once (-- CMD, -p)
+  std::size_t max_threads = 8192;  // hash store: threads with state at once
+  std::size_t max_tracked = 4096;  // processes followed at once (-- CMD, -p)
   // Frames nested deeper than PMCPROF_INLINE_FRAMES, over every thread at once (made as a
   // thread first goes that deep: no memory until then).
   std::size_t max_deep_frames = 16384;
@@ -138,6 +138,10 @@ class FuncObject {
   // and attach_user then make one each, and attach_user_multi attaches a whole binary's.
   bool uprobe_multi() const { return uprobe_multi_; }
   std::uint32_t calibration_id() const { return static_cast<std::uint32_t>(config_.n_funcs); }
+  // The calibration's outer function (it calls the calibration target): nested probes' cost.
+  std::uint32_t calibration_outer_id() const {
+    return static_cast<std::uint32_t>(config_.n_funcs + 1);
+  }
 
   // Attach pairs (entry, exit) for one function; `id` is the entry's cookie (probe_cookie:
   // the function id, and the --by argN key slot). Throw UserError (exit 1) on failure.
@@ -194,10 +198,18 @@ class FuncObject {
     bool not_counted = false;
   };
   void reset_calibration() const;
-  std::vector<CalibrationSample> calibration_samples() const;
+  // Of calibration_id(), or (outer) of calibration_outer_id().
+  std::vector<CalibrationSample> calibration_samples(bool outer = false) const;
   // values and noise floors: per BPF event, then wall, then on-CPU (ns).
   void set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values,
                 const std::vector<std::uint64_t>& noise) const;
+  static constexpr std::uint32_t kCostClasses = 4;  // PMCPROF_COST_CLASSES
+  // Puts func_id in cost class `cost_class` (1..kCostClasses), whose probes cost an
+  // enclosing call `enclosed`, give or take `noise` (per BPF event, then wall, then on-CPU):
+  // taken off every call once per probed call of that class entered inside it.
+  void set_nested_cost(std::uint32_t func_id, std::uint32_t cost_class,
+                       const std::vector<std::uint64_t>& enclosed,
+                       const std::vector<std::uint64_t>& noise) const;
 
  private:
   static void destroy(func_bpf* skel);

@@ -144,6 +144,15 @@ struct ProbeBiasRow {
   std::vector<Event> events;
   double wall_ns = 0;
   double oncpu_ns = 0;
+  // What a probed call of this backend costs a call it is nested in (taken off that call,
+  // once per nested probed call, when subtracting); nullopt when not measured.
+  struct Nested {
+    std::vector<Event> events;
+    double wall_ns = 0;
+    double oncpu_ns = 0;
+  };
+  std::optional<Nested> nested;
+  bool nested_subtracted = false;
 };
 
 struct FunctionReport {

@@ -132,7 +132,6 @@ struct switch_scratch {
 };
 static struct switch_scratch* scratch; /* per vCPU */
 
-
 static struct dstate* state_of(unsigned int vcpu, int dom) {
   if ((int)vcpu >= n_vcpus) vcpu = (unsigned int)(n_vcpus - 1); /* hot-plugged: share the last */
   return &states[(size_t)vcpu * N_DOMAINS + (size_t)dom];
