@@ -1034,21 +1034,26 @@ __attribute__((noinline)) __u32 find_frame(struct thread_state *t, __u32 tid, __
   return 0;
 }
 
-/* A call frame above a finished call: abandoned (its return never came). */
-static __always_inline void abandon(struct frame *f) {
-  if (f->region || f->func_id == PMCPROF_DEAD_FRAME) return;
+/* Frames marked abandoned (dead, counted): the calls above a finished call (their return
+ * never came), or at exec the frames of user code (uprobe calls, regions: they cannot outlive
+ * their program image). */
+enum abandon_what { ABANDON_CALLS, ABANDON_USER };
+
+static __always_inline void abandon(struct frame *f, __u32 what) {
+  if (f->func_id == PMCPROF_DEAD_FRAME) return;
+  if (what == ABANDON_CALLS ? f->region != 0 : !(f->region || (f->sp != 0 && !(f->sp >> 63))))
+    return;
   stat_inc(f->func_id, STAT_ABANDONED);
   f->func_id = PMCPROF_DEAD_FRAME;
 }
 
-/* remove_frame's deep part: the call frames from level `from` up to depth (a chunk at most)
- * are abandoned. */
-__attribute__((noinline)) int abandon_deep(__u32 tid, __u32 from, __u32 depth) {
+/* The deep frames of a chunk of levels from `from` (below depth), abandoned as `what` says. */
+__attribute__((noinline)) int abandon_deep(__u32 tid, __u32 from, __u32 depth, __u32 what) {
   for (__u32 k = 0; k < PMCPROF_DEEP_CHUNK; k++) {
     __u32 level = from + k;
     if (level >= depth || level >= PMCPROF_MAX_DEPTH) break;
     struct frame *f = deep_frame(tid, level);
-    if (f) abandon(f);
+    if (f) abandon(f, what);
   }
   return 0;
 }
@@ -1070,12 +1075,12 @@ __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 tid, __
     for (__u32 k = 0; k < PMCPROF_INLINE_FRAMES; k++) {
       __u32 i = j + 1 + k;
       if (i >= depth || i >= PMCPROF_INLINE_FRAMES) break;
-      abandon(&t->frames[frame_index(i)]);
+      abandon(&t->frames[frame_index(i)], ABANDON_CALLS);
     }
     __u32 from = j + 1 > PMCPROF_INLINE_FRAMES ? j + 1 : PMCPROF_INLINE_FRAMES;
     for (__u32 c = 0; c < PMCPROF_DEEP_CHUNKS; c++) {
       if (from >= depth) break;
-      abandon_deep(tid, from, depth);
+      abandon_deep(tid, from, depth, ABANDON_CALLS);
       from += PMCPROF_DEEP_CHUNK;
     }
   }
@@ -1384,38 +1389,18 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   return 0;
 }
 
-/* A user-space frame (a uprobe's call, a region) cannot outlive its program image. */
-static __always_inline void drop_if_user(struct frame *f) {
-  if (f->func_id == PMCPROF_DEAD_FRAME) return;
-  if (f->region || (f->sp != 0 && !(f->sp >> 63))) {
-    stat_inc(f->func_id, STAT_ABANDONED);
-    f->func_id = PMCPROF_DEAD_FRAME;
-  }
-}
-
-/* drop_user_frames' deep part: a chunk of levels from `from`. */
-__attribute__((noinline)) int drop_deep_user(__u32 tid, __u32 from, __u32 depth) {
-  for (__u32 k = 0; k < PMCPROF_DEEP_CHUNK; k++) {
-    __u32 level = from + k;
-    if (level >= depth || level >= PMCPROF_MAX_DEPTH) break;
-    struct frame *f = deep_frame(tid, level);
-    if (f) drop_if_user(f);
-  }
-  return 0;
-}
-
 /* Frames of user code (uprobe calls, regions) at exec: abandoned, marked dead in place; the
  * frames of kernel functions and syscalls in flight (exec's own) stay. */
 __attribute__((noinline)) int drop_user_frames(struct thread_state *t, __u32 tid) {
   if (!t) return 0;
   for (__u32 i = 0; i < PMCPROF_INLINE_FRAMES; i++) {
     if (i >= t->depth) break;
-    drop_if_user(&t->frames[frame_index(i)]);
+    abandon(&t->frames[frame_index(i)], ABANDON_USER);
   }
   for (__u32 c = 0; c < PMCPROF_DEEP_CHUNKS; c++) {
     const __u32 from = PMCPROF_INLINE_FRAMES + c * PMCPROF_DEEP_CHUNK;
     if (from >= t->depth) break;
-    drop_deep_user(tid, from, t->depth);
+    abandon_deep(tid, from, t->depth, ABANDON_USER);
   }
   /* Levels past the measured depth were never recorded (counted as too deep at entry): they
    * go with the image when nothing below them stays. */

@@ -12,6 +12,7 @@
 #include "pmcprof/platform/capabilities.hpp"
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/probes/kernel_functions.hpp"
+#include "pmcprof/probes/kernel_text.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/fd.hpp"
 
@@ -142,6 +143,14 @@ std::string kernel_target() {
   return {};
 }
 
+// The kernel target's own instructions (the wrapper, the call of sys_ni_syscall, its return),
+// counted from the kernel's live text once per process: before any calibration probe of
+// pmcprof's is on it (a kprobe's breakpoint, a live ftrace site's trampoline are not counted).
+const StraightLineCount& kernel_target_own(const std::string& target) {
+  static const StraightLineCount counted = count_kernel_function(target);
+  return counted;
+}
+
 // Cheap syscalls for the tracepoint calibration, by number.
 struct CheapSyscall {
   const char* name;
@@ -189,7 +198,14 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
     case ProbeBackend::fentry: {
       const std::string target = kernel_target();
       if (target.empty()) throw SystemError("no sys_ni_syscall in /proc/kallsyms to calibrate on");
-      p.probed = target + " (an unimplemented syscall)";
+      const StraightLineCount& own = kernel_target_own(target);
+      p.own_instructions = own.instructions.value_or(0);
+      p.probed = target + " (an unimplemented syscall; " +
+                 (own.instructions ? "its own " + std::to_string(*own.instructions) +
+                                         " instructions counted from the kernel text"
+                                   : "its own instructions could not be counted (" + own.why_not +
+                                         "): taken as 0") +
+                 ")";
       p.syscall_nr = kNotImplementedSyscall;
       if (!attach)
         break;
@@ -317,20 +333,26 @@ void make_calls(const CalibrationProbe& p) {
 
 }  // namespace
 
-std::vector<std::uint64_t> bias_values(const ProbeBias& bias) {
+namespace {
+
+// Per event (0 where not measured), then wall, then on-CPU: the slots' order.
+std::vector<std::uint64_t> slot_values(const std::vector<std::optional<std::uint64_t>>& events,
+                                       std::uint64_t wall, std::uint64_t oncpu) {
   std::vector<std::uint64_t> values;
-  for (const auto& v : bias.events) values.push_back(v.value_or(0));
-  values.push_back(std::min(bias.wall_ns, bias.oncpu_ns));
-  values.push_back(bias.oncpu_ns);
+  for (const auto& v : events) values.push_back(v.value_or(0));
+  values.push_back(wall);
+  values.push_back(oncpu);
   return values;
 }
 
+}  // namespace
+
+std::vector<std::uint64_t> bias_values(const ProbeBias& bias) {
+  return slot_values(bias.events, std::min(bias.wall_ns, bias.oncpu_ns), bias.oncpu_ns);
+}
+
 std::vector<std::uint64_t> noise_values(const ProbeBias& bias) {
-  std::vector<std::uint64_t> values;
-  for (const auto& v : bias.events_noise) values.push_back(v.value_or(0));
-  values.push_back(bias.wall_noise_ns);
-  values.push_back(bias.oncpu_noise_ns);
-  return values;
+  return slot_values(bias.events_noise, bias.wall_noise_ns, bias.oncpu_noise_ns);
 }
 
 std::optional<std::uint64_t> spread(std::vector<std::uint64_t> values) {
@@ -422,11 +444,7 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
 }
 
 std::vector<std::uint64_t> enclosed_values(const ProbeBias& bias) {
-  std::vector<std::uint64_t> values;
-  for (const auto& v : bias.enclosed) values.push_back(v.value_or(0));
-  values.push_back(bias.enclosed_wall_ns);
-  values.push_back(bias.enclosed_oncpu_ns);
-  return values;
+  return slot_values(bias.enclosed, bias.enclosed_wall_ns, bias.enclosed_oncpu_ns);
 }
 
 }  // namespace pmcprof

@@ -578,21 +578,27 @@ std::vector<FuncObject::CalibrationSample> FuncObject::calibration_samples(bool 
   return out;
 }
 
+namespace {
+
+// Stores per-event values (the first n of v), then wall and on-CPU (v[n], v[n + 1]), into a
+// row of PMCPROF_BIAS_SLOTS slots the BPF programs read while running.
+void store_slots(__u64* slots, std::size_t n, const std::vector<std::uint64_t>& v) {
+  for (std::size_t i = 0; i < n && i < v.size(); ++i)
+    __atomic_store_n(&slots[i], v[i], __ATOMIC_RELAXED);
+  if (v.size() >= n + 2) {
+    __atomic_store_n(&slots[PMCPROF_BIAS_WALL], v[n], __ATOMIC_RELAXED);
+    __atomic_store_n(&slots[PMCPROF_BIAS_ONCPU], v[n + 1], __ATOMIC_RELAXED);
+  }
+}
+
+}  // namespace
+
 void FuncObject::set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values,
                           const std::vector<std::uint64_t>& noise) const {
   if (func_id > PMCPROF_MAX_FUNCS) return;
-  const std::size_t n = events_.size();
-  auto store = [n](__u64* slots, const std::vector<std::uint64_t>& v) {
-    for (std::size_t i = 0; i < n && i < v.size(); ++i)
-      __atomic_store_n(&slots[i], v[i], __ATOMIC_RELAXED);
-    if (v.size() >= n + 2) {
-      __atomic_store_n(&slots[PMCPROF_BIAS_WALL], v[n], __ATOMIC_RELAXED);
-      __atomic_store_n(&slots[PMCPROF_BIAS_ONCPU], v[n + 1], __ATOMIC_RELAXED);
-    }
-  };
   // The floor first: a call that sees the new bias sees its floor.
-  store(skel_->bss->noise[func_id], noise);
-  store(skel_->bss->bias[func_id], values);
+  store_slots(skel_->bss->noise[func_id], events_.size(), noise);
+  store_slots(skel_->bss->bias[func_id], events_.size(), values);
 }
 
 static_assert(FuncObject::kCostClasses == PMCPROF_COST_CLASSES);
@@ -602,17 +608,8 @@ void FuncObject::set_nested_cost(std::uint32_t func_id, std::uint32_t cost_class
                                  const std::vector<std::uint64_t>& noise) const {
   if (func_id > PMCPROF_MAX_FUNCS + 1 || cost_class < 1 || cost_class > PMCPROF_COST_CLASSES)
     return;
-  const std::size_t n = events_.size();
-  auto store = [n](__u64* slots, const std::vector<std::uint64_t>& v) {
-    for (std::size_t i = 0; i < n && i < v.size(); ++i)
-      __atomic_store_n(&slots[i], v[i], __ATOMIC_RELAXED);
-    if (v.size() >= n + 2) {
-      __atomic_store_n(&slots[PMCPROF_BIAS_WALL], v[n], __ATOMIC_RELAXED);
-      __atomic_store_n(&slots[PMCPROF_BIAS_ONCPU], v[n + 1], __ATOMIC_RELAXED);
-    }
-  };
-  store(skel_->bss->enclosed_noise[cost_class - 1], noise);
-  store(skel_->bss->enclosed[cost_class - 1], enclosed);
+  store_slots(skel_->bss->enclosed_noise[cost_class - 1], events_.size(), noise);
+  store_slots(skel_->bss->enclosed[cost_class - 1], events_.size(), enclosed);
   __atomic_store_n(&skel_->bss->cost_class[func_id], cost_class, __ATOMIC_RELAXED);
 }
 
