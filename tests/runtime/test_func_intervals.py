@@ -11,7 +11,9 @@ kernel aggregation (interval = difference of the kernel sums) and with stream ag
 - the summary counts every call: calls == 300;
 - the intervals partition the run: sum of interval calls == summary calls, and sum of interval
   task-clock totals == the summary's total (to 1 ns per interval) -- the calls made between the
-  last tick and the end of the run must be in some interval too, not only in the summary.
+  last tick and the end of the run must be in some interval too, not only in the summary;
+- the intervals' elapsed times add up to the summary's (the probes' teardown after the run is
+  in none of them), and the last is no longer than the others.
 
 Usage: test_func_intervals.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
@@ -58,6 +60,14 @@ class IntervalsTest(unittest.TestCase):
                          "calls after the last interval tick are missing from the intervals")
         t.assert_within(self, sum(totals), t.func_event(srow)["total"], 0, "task-clock",
                         abs_tol=len(intervals) + 1)
+        # Issue 22 (12): the intervals cover the run, not the probes' teardown after it (the
+        # last one read 631 ms for -I 500): their elapsed times add up to the summary's, to
+        # the few microseconds between the run's end and the session's stop.
+        spans = [r["elapsed_ns"] for r in intervals]
+        t.log(f"[{aggregate}] interval elapsed ms {[round(x / 1e6, 1) for x in spans]}")
+        t.assert_within(self, sum(spans), summary["elapsed_ns"], 0, "intervals vs elapsed",
+                        abs_tol=2e6)
+        self.assertLessEqual(spans[-1], max(spans[:-1]) + 2e6, "the last interval")
 
     def test_kernel(self):
         self.run_intervals("kernel")
