@@ -25,7 +25,10 @@ UprobeStart uprobe_start_of(const std::string& path, std::uint64_t file_offset);
 //   uprobe      an empty function in pmcprof whose first instruction is handled like the
 //               targets' (x86-64: `push %rbp; pop %rbp; ret`, `endbr64; ret` or
 //               `mov %rdi,%rax; ret`; arm64: `nop; ret`); its own instructions are not bias
-//   kprobe      sys_ni_syscall (returns -ENOSYS), called by a syscall no kernel implements
+//   kprobe      sys_ni_syscall (returns -ENOSYS), called by a syscall no kernel implements;
+//               its own instructions (the syscall wrapper's, sys_ni_syscall's) are counted
+//               from the kernel's live text (kernel_text.hpp: /proc/kcore, root) and are not
+//               bias; where they cannot be, they are taken as 0 and `probed` says so
 //   fentry      the same function
 //   usdt        a region between two nops in pmcprof (a USDT probe site is one nop): the
 //               whole of it is the probes' cost (regions whose both ends are USDT probes)
