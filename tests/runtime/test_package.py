@@ -368,7 +368,12 @@ class Package(unittest.TestCase):
                 used = syscalls_of_serve(strace, args, gzip=name.startswith("counting"),
                                          tls=tls if "TLS" in name else None)
                 self.assertGreater(len(used), 20, name)
-                self.assertEqual(sorted(used - allowed), [],
+                # The kernel's uretprobe trampoline (x86-64, Linux 6.11+) makes the uretprobe
+                # system call (335: strace 6.1 names it syscall_0x14f) when a function of
+                # pmcprof's own that its calibration probes returns; seccomp passes it through
+                # unfiltered (Linux 6.11: "seccomp: passthrough uretprobe systemcall without
+                # filtering"), so the unit needs no entry for it (systemd 252 has no name for it).
+                self.assertEqual(sorted(used - allowed - {"uretprobe", "syscall_0x14f"}), [],
                                  f"{name}: system calls outside SystemCallFilter=")
                 t.log(f"{name}: {len(used)} distinct system calls, all in SystemCallFilter=")
 
