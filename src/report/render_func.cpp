@@ -55,7 +55,9 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
   if (d.no_calls) return pad_left(format_amount(0, unit, true), 16) + pad_left("-", 16);
   // A per-call figure below the noise floor (the spread of the probe bias taken off) is not a
   // measurement of the function: marked with '*' and explained after the row.
-  auto flagged = [&d](double v, std::string text) { return d.below_floor(v) ? text + "*" : text; };
+  auto flagged = [&d](double v, const std::string& text) {
+    return d.below_floor(v) ? text + "*" : text;
+  };
   std::string cells = pad_left(format_amount(d.total, unit, true), 16) +
                       pad_left(flagged(d.mean, format_amount(d.mean, unit, false)), 16);
   bool any_flag = d.below_floor(d.mean);

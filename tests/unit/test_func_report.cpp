@@ -776,8 +776,8 @@ TEST(MakeDistribution, UnrunCallsPerStratumOfOnCpuTime) {
   EXPECT_DOUBLE_EQ(d.total, 300500.0);
   // Every call tiny (the noise of on-CPU time would swamp a rate per ns): the calls left out
   // are the mean of those measured, exactly 202 here.
-  const Distribution tiny =
-      make_distribution({10, 7, 7 * 202, 202, 202, 0, 0, 7, 7 * 202, 0, 3, 0, 0}, Histogram{});
+  const Distribution tiny = make_distribution({10, 7, 1414, 202, 202, 0, 0, 7, 1414, 0, 3, 0, 0},
+                                              Histogram{});  // 7 x 202
   EXPECT_DOUBLE_EQ(tiny.mean, 202.0);
   // No long call measured: those left out are the mean of every call it ran in (200 + 1,000
   // over 3 calls); without any stratum data (wall time), likewise.
@@ -810,7 +810,7 @@ TEST(MakeDistribution, PercentilesOfCountsAreWholeNumbers) {
   Histogram h;
   for (int v : {100, 150, 200})
     for (int k = 0; k < 33; ++k) h.add(static_cast<std::uint64_t>(v));
-  const Distribution d = make_distribution({99, 99, 33 * 450, 100, 200, 0, 0}, h);
+  const Distribution d = make_distribution({99, 99, 14850, 100, 200, 0, 0}, h);  // 33 x 450
   EXPECT_EQ(d.p50, std::round(d.p50));
   EXPECT_NEAR(d.p50, 150.0, 1.5);
   EXPECT_EQ(d.p99, std::round(d.p99));
