@@ -56,9 +56,12 @@ class UprobeBurnTest(unittest.TestCase):
         # Same segments, two clocks: counter deltas and the hook's ktime on-CPU time.
         t.assert_within(self, tc["total"], row["oncpu_ns"], 0.005, "task-clock vs on-CPU time")
         self.assertGreaterEqual(row["wall_ns"], row["oncpu_ns"] * 0.999)
+        # Wall time covers every call, on-CPU time the counted ones: a call not counted (a
+        # switch the kernel hid) brings its ~2 ms on a CPU into the difference.
         off_cpu_in_calls = row["wall_ns"] - row["oncpu_ns"]
         off_cpu_program = truth["wall_ns"] - truth["inside_cpu_ns"]
-        self.assertLessEqual(off_cpu_in_calls, off_cpu_program + 1e6,
+        not_counted_cpu = row["not_counted"] * USEC * 1000 * 1.25
+        self.assertLessEqual(off_cpu_in_calls, off_cpu_program + 1e6 + not_counted_cpu,
                              "calls were off-CPU longer than the whole program was")
         if row["slept"] == 0:
             t.assert_within(self, row["wall_ns"], row["oncpu_ns"], 0.02,
