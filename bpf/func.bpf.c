@@ -28,7 +28,15 @@
  *  - pmcprof's own process is never counted (except its calibration calls);
  *  - a region's frame is never taken for gone by the stack pointer, and an end takes only its
  *    own region's frame: regions may nest (Python functions) and overlap (a query and its
- *    transaction); a function's frame above a finished one is abandoned, a region's stays.
+ *    transaction); a function's frame above a finished one is abandoned, a region's stays,
+ *    and a region's end inside a call leaves that call live;
+ *  - frames: PMCPROF_MAX_DEPTH (256) per thread, the first PMCPROF_INLINE_FRAMES in the
+ *    thread's state, deeper ones in `deep_frames` (made on first use, freed at thread exit);
+ *    a frame that ends under live ones is marked dead in place and comes off once on top;
+ *    exec abandons the old image's user frames; stack pointers compare only on one stack;
+ *  - compensation: the calibrated bias, and the cost of the probed calls nested in a call (per
+ *    cost class), come off each call as signed values; calls under the noise floor are
+ *    flagged, never clamped into the sums.
  *
  * Every map is sized by the loader before load; maps a run does not need are not created
  * (their code is dead for the verifier: rodata switches). */
