@@ -303,7 +303,8 @@ __u64 bias[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {};
 __u64 noise[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {}; /* the floor beside each bias */
 /* Nested probes: each function's cost class (0: none) and each class's cost to an enclosing
  * call (per event, wall, on-CPU); the outer calibration function's samples. */
-__u32 cost_class[PMCPROF_MAX_FUNCS + 2] = {};
+#define PMCPROF_COST_CLASS_SLOTS 128 /* a power of two above PMCPROF_MAX_FUNCS + 1 */
+__u32 cost_class[PMCPROF_COST_CLASS_SLOTS] = {};
 __u64 enclosed[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {};
 __u64 enclosed_noise[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {}; /* its spread */
 struct pmcprof_calib_sample calib_outer[PMCPROF_CALIB_CALLS] = {};
@@ -789,10 +790,9 @@ __attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u32 tid, _
 /* A probe pair of func_id's cost class fires: every call in flight (and every frame this
  * entry makes) sees it. */
 static __always_inline void count_nested(__u32 func_id, struct thread_state *t) {
-  __u64 k = func_id;
-  asm volatile("" : "+r"(k)); /* compared and used in the same register (as bucket_of) */
-  if (k > PMCPROF_MAX_FUNCS + 1) return;
-  const __u32 c = cost_class[k];
+  /* Masked, not compared: Linux 6.1's verifier, after the calibration test on func_id, held
+   * bounds for it with umin above umax and lost the pointer of a compared index. */
+  const __u32 c = cost_class[func_id & (PMCPROF_COST_CLASS_SLOTS - 1)];
   if (c >= 1 && c <= PMCPROF_COST_CLASSES) t->nested[(c - 1) & (PMCPROF_COST_CLASSES - 1)]++;
 }
 

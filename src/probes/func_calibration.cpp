@@ -37,6 +37,11 @@ asm(".text\n.globl pmcprof_calibration_stepped\n.type pmcprof_calibration_steppe
 asm(".text\n.globl pmcprof_calibration_usdt\n.type pmcprof_calibration_usdt, @function\n"
     "pmcprof_calibration_usdt:\n  nop\n  nop\n  ret\n"
     ".size pmcprof_calibration_usdt, .-pmcprof_calibration_usdt\n");
+// A first instruction the kernel simulates: a branch to the next one.
+asm(".text\n.globl pmcprof_calibration_simulated\n.type pmcprof_calibration_simulated, @function\n"
+    "pmcprof_calibration_simulated:\n  b 1f\n1:\n  ret\n"
+    ".size pmcprof_calibration_simulated, .-pmcprof_calibration_simulated\n");
+extern "C" void pmcprof_calibration_simulated();
 constexpr std::uint64_t kUsdtSiteBytes = 4;
 #else
 #error "pmcprof's uprobe calibration targets exist for x86-64 and arm64"
@@ -68,8 +73,21 @@ const char* to_string(UprobeStart s) {
       return "push";
     case UprobeStart::endbr:
       return "endbr64";
+    case UprobeStart::simulated:
+      return "simulated";
   }
   return "?";
+}
+
+bool arm64_uprobe_simulates(std::uint32_t insn) {
+  const bool b_bl = (insn & 0x7C000000u) == 0x14000000u;        // b, bl
+  const bool b_cond = (insn & 0xFF000010u) == 0x54000000u;      // b.cond
+  const bool cb_tb = (insn & 0x7C000000u) == 0x34000000u;       // cbz/cbnz, tbz/tbnz
+  const bool br_blr_ret = (insn & 0xFF9FFC1Fu) == 0xD61F0000u;  // br, blr, ret
+  const bool adr = (insn & 0x1F000000u) == 0x10000000u;         // adr, adrp
+  const bool ldr_lit = (insn & 0xBF000000u) == 0x18000000u ||   // ldr (literal), 32/64 bit
+                       (insn & 0xFF000000u) == 0x98000000u;     // ldrsw (literal)
+  return b_bl || b_cond || cb_tb || br_blr_ret || adr || ldr_lit;
 }
 
 UprobeStart uprobe_start_of(const std::string& path, std::uint64_t file_offset) {
@@ -81,6 +99,13 @@ UprobeStart uprobe_start_of(const std::string& path, std::uint64_t file_offset) 
   if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa) return UprobeStart::endbr;
   if ((b[0] >= 0x50 && b[0] <= 0x57) || (b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57))
     return UprobeStart::push;
+#elif defined(__aarch64__)
+  std::array<unsigned char, 4> b{};
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd && ::pread(fd.get(), b.data(), b.size(), static_cast<off_t>(file_offset)) == 4) {
+    const std::uint32_t insn = b[0] | (b[1] << 8) | (b[2] << 16) | (std::uint32_t{b[3]} << 24);
+    if (arm64_uprobe_simulates(insn)) return UprobeStart::simulated;
+  }
 #else
   (void)path;
   (void)file_offset;
@@ -118,11 +143,12 @@ UprobeTarget uprobe_target(UprobeStart start) {
     case UprobeStart::endbr:
       return {pmcprof_calibration_endbr, 2, "endbr64; ret"};
     case UprobeStart::stepped:
+    case UprobeStart::simulated:
       break;
   }
   return {pmcprof_calibration_stepped, 2, "mov %rdi, %rax; ret"};
 #else
-  (void)start;
+  if (start == UprobeStart::simulated) return {pmcprof_calibration_simulated, 2, "b .+4; ret"};
   return {pmcprof_calibration_stepped, 2, "nop; ret"};
 #endif
 }

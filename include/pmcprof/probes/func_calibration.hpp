@@ -13,11 +13,17 @@ namespace pmcprof {
 // How the kernel runs a uprobed function's first instruction, which decides what the probe
 // costs: x86-64 emulates some instructions (push) and single-steps the rest out of line;
 // arm64 single-steps nearly everything. Calibrated separately.
-enum class UprobeStart { stepped, push, endbr };
+// arm64 simulates branches, adr/adrp and literal loads in the kernel (no instruction runs in
+// user mode for them: a user-mode instruction count sees one fewer), and single-steps the rest.
+enum class UprobeStart { stepped, push, endbr, simulated };
 const char* to_string(UprobeStart s);
 
 // The class of the instruction at `file_offset` of the ELF file `path` (its first bytes).
 UprobeStart uprobe_start_of(const std::string& path, std::uint64_t file_offset);
+
+// Whether arm64's uprobe code simulates instruction `insn` (arch/arm64/kernel/probes/
+// decode-insn.c: b, bl, b.cond, cbz/cbnz, tbz/tbnz, br/blr/ret, adr/adrp, ldr/ldrsw literal).
+bool arm64_uprobe_simulates(std::uint32_t insn);
 
 // What one probe pair adds to every call it measures, per backend (and, for uprobes, per kind
 // of first instruction): measured before the run by probing a function that does nothing with
