@@ -30,10 +30,9 @@ then boots the guest twice:
      Checked against the oracle's calls of the same functions:
        * leaf_fn and outer_fn probed alone: calls, total, mean, min, max exactly the oracle's;
          p50 the oracle's median to the histogram's resolution (1 %);
-       * branch_leaf_fn: pmcprof's probe bias is calibrated on a function whose first instruction
-         is single-stepped out of line (one instruction more); a first instruction that the arm64
-         uprobe code simulates (a branch) costs none, so pmcprof reads one instruction less than
-         the oracle. Allowed: 0 or -1 off (printed);
+       * branch_leaf_fn: a first instruction that the arm64 uprobe code simulates (a branch) is
+         its own calibration class (pmcprof calibrates on `b .+4; ret`): exactly the oracle's
+         (before issue 22's fix one instruction short: the bias of a single-stepped one);
        * outer_fn with leaf_fn probed too: pmcprof takes its probed callees' cost off (the
          calibrated cost of a nested uprobe pair: 2 instructions each, the BRK at the callee's
          entry and the return trampoline's BRK); checked: exactly the oracle's total, min and
@@ -218,14 +217,9 @@ def check_pmcprof(C, files, fns):
             e.get("total") == (e.get("min") or 0) * bleaf["calls"]
         if C.check(same, "all: branch_leaf_fn: one count in every call", describe(row)):
             bias_error = e["min"] - BRANCH_LEAF_INSNS
-            C.check(bias_error in (0, -1),
-                    f"all: branch_leaf_fn reads {e['min']}, the oracle {BRANCH_LEAF_INSNS}: off by "
-                    f"{bias_error} (0, or -1 while the bias assumes a single-stepped first "
-                    "instruction)", str(bias_error))
-            if bias_error:
-                log(f"  KNOWN: pmcprof reads a function whose first instruction is a branch "
-                    f"{-bias_error} instruction short (the uprobe simulates it: no instruction "
-                    "out of line, but the calibrated bias of 1 is taken off)")
+            C.check(bias_error == 0,
+                    f"all: branch_leaf_fn reads {e['min']}, the oracle {BRANCH_LEAF_INSNS}: "
+                    "exact (a simulated first instruction is calibrated as such)", str(bias_error))
 
     # outer_fn with its callee probed too: a whole number of instructions per probed callee.
     row = row_of(reps["all"], "outer_fn")
