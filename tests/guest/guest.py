@@ -48,6 +48,7 @@ import argparse
 import fcntl
 import hashlib
 import io
+import json
 import lzma
 import os
 import re
@@ -1137,6 +1138,39 @@ def run_test_boot(cache, argv, timeout, arch=X86_64, cpus=None, plugin=None):
         print(f"guest attempt {attempt}: the emulator stalled (soft lockup) and the run timed "
               f"out after {per_attempt:.0f} s; console tail:\n{res.console[-1500:]}\nretrying once",
               flush=True)
+
+
+def arm64_test_args(doc, timeout, timeout_help):
+    """The arguments every arm64 guest test takes (ctest passes them; tests/CMakeLists.txt):
+    add a test's own, then parse_args()."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--cache", required=True, help="guest cache directory (build/guest-cache)")
+    ap.add_argument("--source", default=os.path.join(here, "..", ".."), help="source tree")
+    ap.add_argument("--cross-build", required=True, help="arm64 build directory (build/arm64)")
+    ap.add_argument("--pmcprof", help="ignored: the guest runs the cross-built pmcprof")
+    ap.add_argument("--timeout", type=float, default=timeout, help=timeout_help)
+    return ap
+
+
+def run_under_oracle(checks, cache, script, timeout, plugin, out):
+    """Boots the arm64 guest with the oracle PLUGIN (writing its report to OUT) to run SCRIPT,
+    a shell script that leaves its workload's exit status in $PMCPROF_GUEST_OUT/run.rc.
+    Returns the oracle's report, or None when the boot or the report failed (said in CHECKS
+    or the log)."""
+    res = run_test_boot(cache, ["/bin/sh", "-c", script], timeout, arch=ARM64, plugin=plugin)
+    print(f"guest with the oracle: qemu ran {res.boot_s:.1f} s", flush=True)
+    if res.status is None:
+        checks.check(False, "the guest with the oracle finished", describe_failure(res, timeout))
+        return None
+    checks.check(res.files.get("run.rc", b"").strip() == b"0", "the workload ran under the oracle",
+                 res.output[-500:])
+    try:
+        with open(out) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        checks.check(False, "the oracle wrote its report", f"{e}; console:\n{res.console_tail()}")
+        return None
 
 
 def host_test(body):

@@ -60,7 +60,6 @@ calibration; the workload itself is ~30 ms of guest time). R = 2 (default) keeps
 60 s warm; the acceptance's R = 20 takes ~7 min (--runs 20 or PMCPROF_KFUNC_RUNS=20).
 Exit 0 pass, 1 fail, 77 skipped (qemu, the cross compiler or a host C compiler missing).
 """
-import argparse
 import bisect
 import json
 import math
@@ -270,19 +269,9 @@ def host_main(args):
         plugin = guest.oracle_plugin(so, {f: ranges[f] for f in FUNCS}, out) + \
             ",switch={:#x}:{:#x}".format(*ranges[SWITCH])
         script = f"{shlex.join(wl)}; echo $? > $PMCPROF_GUEST_OUT/run.rc\n"
-        res = guest.run_test_boot(args.cache, ["/bin/sh", "-c", script], args.timeout * 0.2,
-                                  arch=guest.ARM64, plugin=plugin)
-        log(f"guest with the oracle: qemu ran {res.boot_s:.1f} s")
-        if res.status is None:
-            log(f"FAIL: {guest.describe_failure(res, args.timeout * 0.2)}")
-            return 1
-        C.check(res.files.get("run.rc", b"").strip() == b"0", "the workload ran under the oracle",
-                res.output[-500:])
-        try:
-            with open(out) as f:
-                oracle_rep = json.load(f)
-        except (OSError, ValueError) as e:
-            C.check(False, "the oracle wrote its report", f"{e}; console:\n{res.console_tail()}")
+        oracle_rep = guest.run_under_oracle(C, args.cache, script, args.timeout * 0.2, plugin,
+                                            out)
+        if oracle_rep is None:
             return C.summary("arm64 kernel functions")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -442,15 +431,10 @@ def host_main(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", required=True, help="guest cache directory (build/guest-cache)")
-    ap.add_argument("--source", default=os.path.join(HERE, "..", ".."), help="source tree")
-    ap.add_argument("--cross-build", required=True, help="arm64 build directory (build/arm64)")
-    ap.add_argument("--pmcprof", help="ignored: the guest runs the cross-built pmcprof")
+    ap = guest.arm64_test_args(__doc__, None,
+                               "seconds the two boots may run together (default 400 + 100 per run)")
     ap.add_argument("--runs", type=int, default=int(os.environ.get("PMCPROF_KFUNC_RUNS", "2")),
                     help="pmcprof runs per backend (every other one --no-compensate)")
-    ap.add_argument("--timeout", type=float, default=None,
-                    help="seconds the two boots may run together (default 400 + 100 per run)")
     args = ap.parse_args()
     args.runs = max(1, args.runs)
     if args.timeout is None:

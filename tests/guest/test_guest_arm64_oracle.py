@@ -44,7 +44,6 @@ then boots the guest twice:
          per probed call below it; -1 and 1 today), which then gives pmcprof's total exactly.
 Exit 0 pass, 1 fail, 77 skipped (qemu, the cross compiler or a host C compiler missing).
 """
-import argparse
 import json
 import math
 import os
@@ -301,19 +300,8 @@ def host_main(args):
         plugin = guest.oracle_plugin(so, {f: funcs[f] for f in FUNCS}, out, text)
         script = ("echo 0 > /proc/sys/kernel/randomize_va_space\n"
                   f"{shlex.join(run)}; echo $? > $PMCPROF_GUEST_OUT/run.rc\n")
-        res = guest.run_test_boot(args.cache, ["/bin/sh", "-c", script], args.timeout / 2,
-                                  arch=guest.ARM64, plugin=plugin)
-        log(f"guest with the oracle: qemu ran {res.boot_s:.1f} s")
-        if res.status is None:
-            log(f"FAIL: {guest.describe_failure(res, args.timeout / 2)}")
-            return 1
-        C.check(res.files.get("run.rc", b"").strip() == b"0", "the workload ran under the oracle",
-                res.output[-500:])
-        try:
-            with open(out) as f:
-                oracle = json.load(f)
-        except (OSError, ValueError) as e:
-            C.check(False, "the oracle wrote its report", f"{e}; console:\n{res.console_tail()}")
+        oracle = guest.run_under_oracle(C, args.cache, script, args.timeout / 2, plugin, out)
+        if oracle is None:
             return C.summary("arm64 oracle")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -341,13 +329,7 @@ def host_main(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", required=True, help="guest cache directory (build/guest-cache)")
-    ap.add_argument("--source", default=os.path.join(HERE, "..", ".."), help="source tree")
-    ap.add_argument("--cross-build", required=True, help="arm64 build directory (build/arm64)")
-    ap.add_argument("--pmcprof", help="ignored: the guest runs the cross-built pmcprof")
-    ap.add_argument("--timeout", type=float, default=400,
-                    help="seconds the two boots may run together")
+    ap = guest.arm64_test_args(__doc__, 400, "seconds the two boots may run together")
     args = ap.parse_args()
     # qemu's TCG and its plugins; the cross compiler builds pmcprof and the static workload; the
     # host's compiler builds the plugin.

@@ -66,7 +66,6 @@ stream's in every run. The two runs add ~6 s of emulator time. kprobe and fentry
 instructions per call (every event's window the same), both backends' bias calibrated.
 Times measured inside the emulator are not performance figures.
 """
-import argparse
 import json
 import os
 import re
@@ -767,9 +766,17 @@ def check_kernel_windows(C, R):
         cyc = (row.get("events") or {}).get("cycles", {})
         log(f"  {step}: instructions total {ins.get('total')}, cycles total {cyc.get('total')}; "
             f"bias {rep.get('probe_bias')}")
-        C.check(ins.get("total") is not None and ins.get("total") == cyc.get("total"),
-                f"{step}: cycles == instructions over the calls (no read skew)",
-                f"{cyc.get('total')} vs {ins.get('total')}")
+        # A window that differed between events would show in every call: the median call
+        # reads the same cycles as instructions. An interrupt (a loopback send's softirq) taken
+        # between the reads of the two counters lands in one event's window only, now and then
+        # (seen: 1,062,198 vs 1,056,333 over the calls): the totals within 1 %.
+        ok = (ins.get("total") is not None and cyc.get("total") is not None and
+              ins.get("p50") == cyc.get("p50") and
+              abs(ins["total"] - cyc["total"]) <= 0.01 * ins["total"])
+        C.check(ok, f"{step}: cycles == instructions in the median call, and over the calls "
+                "within 1 % (no read skew)",
+                f"p50 {cyc.get('p50')} vs {ins.get('p50')}, totals {cyc.get('total')} vs "
+                f"{ins.get('total')}")
         bias = [b for b in rep.get("probe_bias", []) if b.get("backend") == backend]
         C.check(bool(bias) and bias[0].get("calibrated"), f"{step}: {backend} bias calibrated",
                 str(bias))
@@ -815,13 +822,8 @@ def host_main(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", required=True, help="guest cache directory (build/guest-cache)")
-    ap.add_argument("--source", default=os.path.join(HERE, "..", ".."), help="source tree")
-    ap.add_argument("--cross-build", required=True, help="arm64 build directory (build/arm64)")
-    ap.add_argument("--pmcprof", help="ignored: the guest runs the cross-built pmcprof")
-    ap.add_argument("--timeout", type=float, default=500,
-                    help="seconds the guest may run (two attempts if the emulator stalls)")
+    ap = guest.arm64_test_args(__doc__, 500,
+                               "seconds the guest may run (two attempts if the emulator stalls)")
     args = ap.parse_args()
     # qemu's emulated PMUv3 (TCG); the cross compiler builds what runs in the guest.
     t.exit_unless("qemu:aarch64", "program:aarch64-linux-gnu-g++")
