@@ -50,6 +50,7 @@ import hashlib
 import io
 import json
 import lzma
+import math
 import os
 import re
 import shlex
@@ -1138,6 +1139,27 @@ def run_test_boot(cache, argv, timeout, arch=X86_64, cpus=None, plugin=None):
         print(f"guest attempt {attempt}: the emulator stalled (soft lockup) and the run timed "
               f"out after {per_attempt:.0f} s; console tail:\n{res.console[-1500:]}\nretrying once",
               flush=True)
+
+
+def build_static_arm64(src, exe, flags=()):
+    """A static arm64 workload EXE from the single C file SRC (aarch64-linux-gnu-gcc -O1, with
+    FLAGS), rebuilt only when the source is newer. Returns EXE."""
+    if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(src):
+        return exe
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
+    cmd = ["aarch64-linux-gnu-gcc", "-O1", "-Wall", "-Wextra", "-static", *flags, "-o",
+           exe + ".tmp", src]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise GuestError(f"{' '.join(cmd)} failed:\n{(r.stdout + r.stderr).strip()[-2000:]}")
+    os.replace(exe + ".tmp", exe)
+    return exe
+
+
+def nearest_rank(values, q):
+    """The nearest-rank q-quantile of VALUES (as pmcprof's percentiles rank calls)."""
+    s = sorted(values)
+    return s[max(0, math.ceil(q * len(s)) - 1)]
 
 
 def arm64_test_args(doc, timeout, timeout_help):

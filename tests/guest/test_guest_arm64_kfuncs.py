@@ -62,13 +62,11 @@ Exit 0 pass, 1 fail, 77 skipped (qemu, the cross compiler or a host C compiler m
 """
 import bisect
 import json
-import math
 import os
 import shlex
 import shutil
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -103,22 +101,8 @@ def log(msg=""):
 
 def build_workload(out_dir):
     """The static workload, from this test's own tree (rebuilt when the source is newer)."""
-    src = os.path.join(HERE, "..", "..", WORKLOAD_SRC)
-    exe = os.path.join(out_dir, "kfunc_workload")
-    if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(src):
-        return exe
-    os.makedirs(out_dir, exist_ok=True)
-    cmd = ["aarch64-linux-gnu-gcc", "-O1", "-Wall", "-Wextra", "-static", "-o", exe + ".tmp", src]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise guest.GuestError(f"{' '.join(cmd)} failed:\n{(r.stdout + r.stderr).strip()[-2000:]}")
-    os.replace(exe + ".tmp", exe)
-    return exe
-
-
-def nearest_rank(values, q):
-    s = sorted(values)
-    return s[max(0, math.ceil(q * len(s)) - 1)]
+    return guest.build_static_arm64(os.path.join(HERE, "..", "..", WORKLOAD_SRC),
+                                    os.path.join(out_dir, "kfunc_workload"))
 
 
 def within(a, b, ref):
@@ -285,9 +269,9 @@ def host_main(args):
         per = [c for c, _ in f["per_call"]][-(N + 1):]
         if not per:
             continue
-        oracle[f["name"]] = (min(per), nearest_rank(per, 0.5), max(per), len(per))
+        oracle[f["name"]] = (min(per), guest.nearest_rank(per, 0.5), max(per), len(per))
         log(f"  {f['name']}: {f['calls']} calls in all; the workload's: min {min(per)}, p50 "
-            f"{nearest_rank(per, 0.5)}, max {max(per)}; not followed {f['stack_overflow']}, "
+            f"{guest.nearest_rank(per, 0.5)}, max {max(per)}; not followed {f['stack_overflow']}, "
             f"open {f['open']}")
     C.check(oracle_rep.get("switches", 0) > N and oracle_rep.get("switch_dropped") == 0,
             f"oracle: followed per task across {oracle_rep.get('switches')} context switches, "

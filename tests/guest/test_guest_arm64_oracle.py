@@ -45,11 +45,9 @@ then boots the guest twice:
 Exit 0 pass, 1 fail, 77 skipped (qemu, the cross compiler or a host C compiler missing).
 """
 import json
-import math
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,23 +73,9 @@ def log(msg=""):
 
 def build_workload(source, out_dir):
     """The static workload at TEXT_ADDRESS (rebuilt when the source is newer)."""
-    src = os.path.join(source, WORKLOAD_SRC)
-    exe = os.path.join(out_dir, "oracle_workload")
-    if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(src):
-        return exe
-    os.makedirs(out_dir, exist_ok=True)
-    cmd = ["aarch64-linux-gnu-gcc", "-O1", "-Wall", "-Wextra", "-static",
-           f"-Wl,-Ttext-segment={TEXT_ADDRESS:#x}", "-o", exe + ".tmp", src]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise guest.GuestError(f"{' '.join(cmd)} failed:\n{(r.stdout + r.stderr).strip()[-2000:]}")
-    os.replace(exe + ".tmp", exe)
-    return exe
-
-
-def nearest_rank(values, q):
-    s = sorted(values)
-    return s[max(0, math.ceil(q * len(s)) - 1)]
+    return guest.build_static_arm64(os.path.join(source, WORKLOAD_SRC),
+                                    os.path.join(out_dir, "oracle_workload"),
+                                    [f"-Wl,-Ttext-segment={TEXT_ADDRESS:#x}"])
 
 
 # ====================================================================== the oracle's own checks
@@ -171,10 +155,10 @@ def check_exact(C, step, row, oracle):
     got = (row.get("calls"), e.get("total"), e.get("mean"), e.get("min"), e.get("max"))
     log(f"  {step} {name}: pmcprof {describe(row)}; oracle {oracle['calls']} calls, total "
         f"{oracle['total']}, min {oracle['min']}, max {oracle['max']}, "
-        f"p50 {nearest_rank(per, 0.5)}")
+        f"p50 {guest.nearest_rank(per, 0.5)}")
     C.check(got == want, f"{step}: {name}: calls, total, mean, min, max are the oracle's",
             f"{got} vs {want}")
-    p50, want50 = e.get("p50"), nearest_rank(per, 0.5)
+    p50, want50 = e.get("p50"), guest.nearest_rank(per, 0.5)
     C.check(isinstance(p50, (int, float)) and abs(p50 - want50) <= P50_TOLERANCE * want50,
             f"{step}: {name}: p50 the oracle's median ({want50}) within {P50_TOLERANCE:.0%}",
             str(p50))
