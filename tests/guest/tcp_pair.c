@@ -27,31 +27,20 @@ static void die(const char* what) {
   exit(2);
 }
 
+#include "../workloads/loopback_pair.h"
+
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
 }
 
-/* A connected pair over 127.0.0.1: *mine stays here, the returned fd is for the child. */
+/* A connected pair over 127.0.0.1: *mine stays here, the returned fd is for the child (which
+ * sends too: TCP_NODELAY on both). */
 static int connected_pair(int* mine) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  if (ls < 0) die("socket");
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof(a);
-  if (bind(ls, (struct sockaddr*)&a, sizeof(a)) != 0) die("bind");
-  if (listen(ls, 1) != 0) die("listen");
-  if (getsockname(ls, (struct sockaddr*)&a, &len) != 0) die("getsockname");
-  int c = socket(AF_INET, SOCK_STREAM, 0);
-  if (c < 0) die("socket");
-  if (connect(c, (struct sockaddr*)&a, sizeof(a)) != 0) die("connect");
-  int s = accept(ls, NULL, NULL);
-  if (s < 0) die("accept");
-  close(ls);
+  int s = loopback_pair(mine);
   int one = 1;
-  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  *mine = c;
   return s;
 }
 

@@ -31,24 +31,10 @@ static void die(const char* what) {
   exit(2);
 }
 
+#include "../loopback_pair.h"
+
 static void pair(int* tx, int* rx) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  if (ls < 0) die("socket");
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof(a);
-  if (bind(ls, (struct sockaddr*)&a, sizeof(a)) != 0) die("bind");
-  if (listen(ls, 1) != 0) die("listen");
-  if (getsockname(ls, (struct sockaddr*)&a, &len) != 0) die("getsockname");
-  int c = socket(AF_INET, SOCK_STREAM, 0);
-  if (c < 0) die("socket");
-  if (connect(c, (struct sockaddr*)&a, sizeof(a)) != 0) die("connect");
-  int s = accept(ls, NULL, NULL);
-  if (s < 0) die("accept");
-  close(ls);
-  int one = 1;
-  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  *tx = c;
-  *rx = s;
+  *rx = loopback_pair(tx);
 }
 
 static void round_trip(int tx, int rx, char* buf, size_t size) {
