@@ -787,6 +787,12 @@ __attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u32 tid, _
   return 0;
 }
 
+/* pmcprof's own calibration calls: the ids past the run's own (calibration_id, then
+ * calibration_outer_id). One compare for every call, before the readings: two, the second only
+ * for real calls, made their window a few instructions longer than the calibration's, whose
+ * cost is subtracted from them (10 on arm64's exact PMU). */
+static __always_inline bool is_calibration(__u32 func_id) { return func_id >= calibration_id; }
+
 /* A probe pair of func_id's cost class fires: every call in flight (and every frame this
  * entry makes) sees it. */
 static __always_inline void count_nested(__u32 func_id, struct thread_state *t) {
@@ -812,7 +818,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
   __u32 tgid = id >> 32, tid = (__u32)id;
   /* pmcprof's own calls count only as calibration calls, and calibration calls only from
    * pmcprof (a calibration tracepoint fires for every process); no filter applies to them. */
-  const bool calibration = func_id >= calibration_id; /* ... and calibration_outer_id */
+  const bool calibration = is_calibration(func_id);
   if ((tgid == self_tgid) != calibration) return 0;
   if (!calibration && n_filter_cgroups && !in_filter_cgroups()) return 0;
   /* A thread with state already passed the process filter: skip that lookup per call. */
@@ -1120,7 +1126,7 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   if (!t || !f || !rec) return 0;
   __u32 fid = rec->func_id;
   if (fid > PMCPROF_MAX_FUNCS) return 0;
-  const bool comp = compensate && fid != calibration_id && fid != calibration_outer_id;
+  const bool comp = compensate && !is_calibration(fid);
   /* Probed calls entered inside this one, per cost class (their probes' cost is in it). */
   __u32 n[PMCPROF_COST_CLASSES];
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) n[c] = t->nested[c] - f->nested[c];
@@ -1174,10 +1180,7 @@ __attribute__((noinline)) int keep_calibration_sample(const struct pmcprof_recor
 static __always_inline int on_exit(void *ctx, __u32 func_id) {
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tgid = id >> 32, tid = (__u32)id;
-  /* One compare for every exit, before the readings: the calibration ids are the two past
-   * the run's own. (Two compares, the second only for real calls, would make their window a
-   * few instructions longer than the calibration's, whose cost is subtracted from them.) */
-  const bool calibration = func_id >= calibration_id;
+  const bool calibration = is_calibration(func_id);
   if ((tgid == self_tgid) != calibration) return 0;
   struct thread_state *t = current_state(tid, false);
   if (!t) {
