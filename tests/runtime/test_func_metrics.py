@@ -73,7 +73,17 @@ class FuncMetricsTest(unittest.TestCase):
                                     row["events"]["task-clock"]["total"] / row["wall_ns"], 1e-9,
                                     "of_totals == task-clock total / wall total")
                 if f.endswith(":burn_cpu"):
-                    self.assertGreaterEqual(pc["p50"], 0.8, "a call that never sleeps")
+                    # It never sleeps, but a loaded machine preempts it: when fewer than half
+                    # its calls were switched out (slept, as this run measured), the median
+                    # call ran through on its CPU. (Two busy loops beside it: most calls are
+                    # preempted, p50 0.37.)
+                    if 2 * row["slept"] < row["calls"]:
+                        self.assertGreaterEqual(pc["p50"], 0.8, "a call that never sleeps")
+                    else:
+                        t.log(f"[{view}] burn_cpu: {row['slept']} of {row['calls']} calls "
+                              "switched out (preempted): p50 not held to 0.8")
+                    if row["slept"] < row["calls"]:
+                        self.assertGreaterEqual(pc["max"], 0.8, "a call not switched out")
                     self.assertLessEqual(pc["max"], 1.01, "on-CPU time within the wall time")
                 else:
                     # The median call: one the hypervisor stalled (steal: on-CPU by the
