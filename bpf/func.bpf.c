@@ -114,6 +114,7 @@ struct frame {
   __u32 migrations;
   __u32 bad;
   __u32 read_errors;
+  __u32 folds; /* the thread's folds at entry: the call's pieces are the folds since */
   __u32 gaps[PMCPROF_MAX_EVENTS];
   __u32 runs[PMCPROF_MAX_EVENTS];
   __u64 v_start[PMCPROF_MAX_EVENTS];
@@ -141,7 +142,7 @@ struct thread_state {
   __u32 seg_invalid; /* no segment to fold: the next reading starts one */
   __u32 off_cpu;     /* switched out with a call in flight, and not yet seen switched in */
   __u32 hidden;      /* switches the kernel did not report (a missed switch in or out) */
-  __u32 pad;
+  __u32 folds;       /* segments folded into acc, ever: the pieces calls are measured in */
   __u32 nested[PMCPROF_COST_CLASSES]; /* probed entries per cost class, ever */
   __u32 gaps[PMCPROF_MAX_EVENTS];     /* per event: segments it did not run throughout */
   __u32 runs[PMCPROF_MAX_EVENTS];     /* per event: segments it ran in at all */
@@ -471,6 +472,7 @@ __attribute__((noinline)) int segment_fold(struct thread_state *t, __u32 cpu, __
     t->acc[i] += normalize_delta(dc, de, dr);
     t->seg[i] = *v;
   }
+  t->folds++;
   t->seg_start_ns = now;
   return 0;
 }
@@ -889,6 +891,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
   f->read_errors = t->read_errors;
   f->wall_start = now;
   f->oncpu_start = t->oncpu_acc;
+  f->folds = t->folds;
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     f->v_start[i] = t->acc[i];
     f->gaps[i] = t->gaps[i];
@@ -1147,6 +1150,13 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   *measured = 0;
   *ran = 0;
   *under = 0;
+  /* A call is measured in pieces: from its entry to its exit, cut at every switch out and
+   * every probed call inside it. An event scaled by enabled/running in every piece has its
+   * own estimate of the call; one that did not run at all in some piece (multiplexed out for
+   * all of it) has nothing for that piece, and its sum would come out low: it is left to
+   * the estimate of the calls it never ran in (by on-CPU time), and only `ran` when it ran in
+   * every piece. */
+  const __u32 pieces = t->folds - f->folds;
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
     __u64 d = t->acc[i] - f->v_start[i];
@@ -1156,7 +1166,8 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
     }
     rec->delta[i] = d;
     if (t->gaps[i] == f->gaps[i]) *measured |= 1u << i;
-    if (t->runs[i] != f->runs[i]) *ran |= 1u << i;
+    __u32 runs = t->runs[i] - f->runs[i];
+    if (runs != 0 && runs == pieces) *ran |= 1u << i;
   }
   /* Some event did not run through the call (ran in part, or not at all): multiplexed. */
   if (*measured != (__u8)((1u << n_events) - 1)) rec->flags |= PMCPROF_REC_MULTIPLEXED;

@@ -18,23 +18,24 @@ double signed_sum(std::uint64_t v) {
   return static_cast<double>(static_cast<std::int64_t>(v));
 }
 
-// The calls a quantity never ran in (multiplexed out), per stratum of on-CPU time (see
-// MeasuredSums); `ran_mean`: the mean of the calls it ran in, where a stratum measured none.
-double unrun_estimate(const MeasuredSums& m, double ran_mean) {
-  const std::uint64_t unrun = m.calls - m.measured - m.partial;
-  const std::uint64_t short_unrun = std::min(m.short_unrun, unrun);
-  const std::uint64_t long_unrun = unrun - short_unrun;
-  // Short calls left out: the mean of the short calls measured.
+// The calls a quantity did not measure exactly (multiplexed out for all or part of them), per
+// stratum of on-CPU time (see MeasuredSums). A stratum that measured none: the mean of the
+// enabled/running-scaled values of the calls it ran in part (`scaled_mean`).
+double unmeasured_estimate(const MeasuredSums& m, double scaled_mean) {
+  const std::uint64_t unmeasured = m.calls - m.measured;
+  const std::uint64_t short_n = std::min(m.short_unmeasured, unmeasured);
+  const std::uint64_t long_n = unmeasured - short_n;
+  // Short calls: the mean of the short calls measured.
   double est =
-      static_cast<double>(short_unrun) *
+      static_cast<double>(short_n) *
       (m.short_measured > 0 ? signed_sum(m.short_sum) / static_cast<double>(m.short_measured)
-                            : ran_mean);
-  // Long calls left out: the rate per on-CPU ns of the long calls measured.
-  if (long_unrun > 0 && m.long_measured_oncpu > 0)
-    est += (signed_sum(m.sum) - signed_sum(m.short_sum)) * static_cast<double>(m.unrun_oncpu) /
+                            : scaled_mean);
+  // Long calls: the rate per on-CPU ns of the long calls measured.
+  if (long_n > 0 && m.long_measured_oncpu > 0)
+    est += (signed_sum(m.sum) - signed_sum(m.short_sum)) * static_cast<double>(m.unmeasured_oncpu) /
            static_cast<double>(m.long_measured_oncpu);
-  else if (long_unrun > 0)
-    est += static_cast<double>(long_unrun) * ran_mean;
+  else if (long_n > 0)
+    est += static_cast<double>(long_n) * scaled_mean;
   return est;
 }
 
@@ -61,12 +62,13 @@ Distribution make_distribution(const MeasuredSums& m, const Histogram& h) {
   d.under_floor = m.under_floor;
   d.measured_sum = std::max(0.0, static_cast<double>(static_cast<std::int64_t>(m.sum)));
   const double calls = static_cast<double>(m.calls);
-  // Every call it ran in, exactly or in part, as measured (signed sums: the bias is taken off
-  // each call once); the calls it never ran in at its rate per on-CPU ns of the others.
-  const double ran = signed_sum(m.sum) + signed_sum(m.scaled_sum);
-  const std::uint64_t ran_calls = m.measured + m.partial;
-  d.total = ran;
-  if (ran_calls < m.calls) d.total += unrun_estimate(m, ran / static_cast<double>(ran_calls));
+  // The calls it measured, as measured (signed sums: the bias is taken off each call once);
+  // the others estimated per stratum.
+  d.total = signed_sum(m.sum);
+  if (m.measured < m.calls)
+    d.total += unmeasured_estimate(
+        m, m.partial > 0 ? signed_sum(m.scaled_sum) / static_cast<double>(m.partial)
+                         : signed_sum(m.sum) / static_cast<double>(m.measured));
   // Below 0 only when more bias was taken off than the calls measured: a total within the
   // noise, reported as 0 and flagged by the calls under the floor (never a negative count).
   if (d.total < 0) d.total = 0;
@@ -246,7 +248,7 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
       e.per_call = make_distribution(
           {counted, s.measured[i], s.sum[i], min_of(s.min_inv[i]), s.max[i], s.partial[i],
            s.scaled_sum[i], s.short_measured[i], s.short_sum[i], s.long_measured_oncpu[i],
-           s.short_unrun[i], s.unrun_oncpu[i], s.under_floor[i]},
+           s.short_unmeasured[i], s.unmeasured_oncpu[i], s.under_floor[i]},
           st.hist[i]);
       if (s.calls > 0 && counted == 0) e.per_call = Distribution{};
       e.histogram = st.hist[i];

@@ -728,12 +728,18 @@ def check_call_metrics(C, R):
             ipc, cpi = ms.get("IPC") or {}, ms.get("CPI") or {}
             # All privilege levels: an interrupt taken between the reads of the two counters
             # (entry or exit) lands in one event's window and not the other's, so now and then
-            # a call reads far from 1 (seen: IPC 2.86, CPI 0.35; with the host loaded, of
-            # totals 1.028, a few large skewed calls); every other call is exactly 1. Held:
-            # the bulk of the calls (p50 within the histogram's 2 % buckets, mean within 1 %),
-            # the ratio of totals within 5 %.
-            ok = all(abs((m.get("per_call") or {}).get(k, 0) - 1.0) <= tol
-                     for m in (ipc, cpi) for k, tol in (("mean", 0.01), ("p50", 0.02)))
+            # a call reads far from 1 (seen: IPC 2.86, CPI 0.35, CPI 18.7 in one call of
+            # 1,000; with the host loaded, of totals 1.028, a few large skewed calls); every
+            # other call is exactly 1. Held: the bulk of the calls (p50 and p90 within the
+            # histogram's 2 % buckets), the mean within 1 % plus what the run's farthest call
+            # (its min or max) moves it by, the ratio of totals within 5 %.
+            def near_one(m):
+                pc = m.get("per_call") or {}
+                calls = pc.get("calls") or 1
+                far = max(abs((pc.get(k) or 1.0) - 1.0) for k in ("min", "max"))
+                return (all(abs(pc.get(k, 0) - 1.0) <= 0.02 for k in ("p50", "p90")) and
+                        abs(pc.get("mean", 0) - 1.0) <= 0.01 + far / calls)
+            ok = all(near_one(m) for m in (ipc, cpi))
             ok = ok and all(abs((m.get("of_totals") or 0) - 1.0) <= 0.05 for m in (ipc, cpi))
             C.check(ok, f"many ({view}): IPC and CPI (all privilege levels) 1.00 per call "
                     "(p50, mean) and of totals",

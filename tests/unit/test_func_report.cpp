@@ -602,19 +602,20 @@ TEST(FuncReportCsv, IntervalThenSummaryKeepColumns) {
 
 // ---- multiplexing, per call: each event measures the calls it ran through ----
 
-TEST(FuncReportMultiplexing, PartlyMeasuredEventIsScaledToAllCalls) {
-  // Event 0 ran through all 6 calls; event 1 through 4 of them and only part of 2 (measured
-  // bit clear, ran bit set). Event 1's total is its exact sum plus the enabled/running-scaled
-  // values of the 2 calls it ran in part (issue 22: they were dropped and the exact sum scaled
-  // by calls / measured, which under-counts the long calls multiplexing cuts), marked
-  // estimated; event 0 is exact.
+TEST(FuncReportMultiplexing, PartlyMeasuredEventIsEstimatedFromTheCallsItMeasured) {
+  // Event 0 ran through all 6 calls (200 us each on CPU); event 1 through 4 of them and only
+  // part of 2 (measured bit clear, ran bit set). Event 1's total is its exact sum plus the 2
+  // calls it ran in part at its rate per on-CPU ns over the 4 it measured (56,000 over 800 us:
+  // 14,000 each), not their enabled/running-scaled values (99,999 here): those multiply the
+  // rotation's interrupt by the share of the call the event did not run. Marked estimated;
+  // event 0 is exact.
   FuncStats s(2);
-  s.add(call(100, 90, {1000, 10000}));
-  s.add(call(100, 90, {1100, 12000}));
-  s.add(call(100, 90, {1200, 14000}, 0, 0x1, 0x3));  // event 1 in part: not measured
-  s.add(call(100, 90, {1300, 16000}));
-  s.add(call(100, 90, {1400, 99999}, 0, 0x1, 0x3));
-  s.add(call(100, 90, {1500, 18000}));
+  s.add(call(200000, 200000, {1000, 10000}));
+  s.add(call(200000, 200000, {1100, 12000}));
+  s.add(call(200000, 200000, {1200, 14000}, 0, 0x1, 0x3));  // event 1 in part: not measured
+  s.add(call(200000, 200000, {1300, 16000}));
+  s.add(call(200000, 200000, {1400, 99999}, 0, 0x1, 0x3));
+  s.add(call(200000, 200000, {1500, 18000}));
   const FuncRow row = make_func_row("f", "kprobe", "", s, 0, kThreeEvents);
   EXPECT_EQ(row.multiplexed, 2u);
   const Distribution& c = row.events[0].per_call;
@@ -627,8 +628,8 @@ TEST(FuncReportMultiplexing, PartlyMeasuredEventIsScaledToAllCalls) {
   EXPECT_EQ(i.status, CounterStatus::ok);
   EXPECT_TRUE(i.estimated);
   EXPECT_EQ(i.measured, 4u);
-  EXPECT_DOUBLE_EQ(i.total, 10000.0 + 12000 + 16000 + 18000 + 14000 + 99999);
-  EXPECT_DOUBLE_EQ(i.mean, 169999.0 / 6);
+  EXPECT_DOUBLE_EQ(i.total, 56000.0 + 2 * 14000);
+  EXPECT_DOUBLE_EQ(i.mean, 84000.0 / 6);
   // Percentiles, min and max over the 4 measured calls only (99999 ran in part: out).
   EXPECT_TRUE(i.percentiles);
   EXPECT_EQ(i.min, 10000.0);
@@ -640,18 +641,18 @@ TEST(FuncReportMultiplexing, PartlyMeasuredEventIsScaledToAllCalls) {
       make_func_row("f", "kprobe", "", s, 0,
                     {{"cycles", kCycles, "", 0}, {"instructions", kInstructions, "", 1}});
   ASSERT_TRUE(func_metric(ipc));
-  EXPECT_DOUBLE_EQ(func_metric(ipc)->value, 169999.0 / 7500.0);
+  EXPECT_DOUBLE_EQ(func_metric(ipc)->value, 84000.0 / 7500.0);
 }
 
 TEST(FuncReportMultiplexing, EventThatOnlyRanInPartIsEstimatedWithoutPercentiles) {
-  // Event 1 never ran through a whole call but ran in part through 2 of 4: its total comes
-  // from the scaled deltas, scaled again to all calls; there is no exact per-call value, so no
-  // percentiles, min or max.
+  // Event 1 never ran through a whole call (each longer than a rotation) but ran in part
+  // through 2 of 4: its total comes from the scaled deltas, scaled again to all calls; there
+  // is no exact per-call value, so no percentiles, min or max.
   FuncStats s(2);
-  s.add(call(100, 90, {10, 3000}, 0, 0x1, 0x3));
-  s.add(call(100, 90, {10, 0}, 0, 0x1, 0x1));
-  s.add(call(100, 90, {10, 5000}, 0, 0x1, 0x3));
-  s.add(call(100, 90, {10, 0}, 0, 0x1, 0x1));
+  s.add(call(200000, 200000, {10, 3000}, 0, 0x1, 0x3));
+  s.add(call(200000, 200000, {10, 0}, 0, 0x1, 0x1));
+  s.add(call(200000, 200000, {10, 5000}, 0, 0x1, 0x3));
+  s.add(call(200000, 200000, {10, 0}, 0, 0x1, 0x1));
   const FuncRow row = make_func_row("f", "kprobe", "", s, 0, kThreeEvents);
   const Distribution& d = row.events[1].per_call;
   EXPECT_EQ(d.status, CounterStatus::ok);
@@ -767,11 +768,11 @@ TEST(MakeDistribution, PartialCallsKeepTheirScaledValues) {
 TEST(MakeDistribution, UnrunCallsPerStratumOfOnCpuTime) {
   // Multiplexing leaves short calls out whatever their size, long ones less often the longer
   // they are. Short calls (under PMCPROF_SHORT_CALL_NS on CPU): 2 measured (100 each), 3 left
-  // out: 100 each. Long: one measured (100,000 over 100,000 ns), one in part (100,000 scaled),
-  // one left out (100,000 ns on CPU): 1 per ns, 100,000. A per-call scaling of the calls it
-  // ran in would read 200,200 x 8 / 4 = 400,400.
+  // out: 100 each. Long: one measured (100,000 over 100,000 ns), one in part (scaled 50,000,
+  // not used) and one left out, 200,000 ns on CPU between them: 1 per ns, 200,000. A per-call
+  // scaling of the calls it ran in would read 150,200 x 8 / 4 = 300,400.
   const Distribution d = make_distribution(
-      {8, 3, 100200, 100, 100000, 1, 100000, 2, 200, 100000, 3, 100000, 0}, Histogram{});
+      {8, 3, 100200, 100, 100000, 1, 50000, 2, 200, 100000, 3, 200000, 0}, Histogram{});
   EXPECT_TRUE(d.estimated);
   EXPECT_DOUBLE_EQ(d.total, 300500.0);
   // Every call tiny (the noise of on-CPU time would swamp a rate per ns): the calls left out
@@ -779,13 +780,17 @@ TEST(MakeDistribution, UnrunCallsPerStratumOfOnCpuTime) {
   const Distribution tiny = make_distribution({10, 7, 1414, 202, 202, 0, 0, 7, 1414, 0, 3, 0, 0},
                                               Histogram{});  // 7 x 202
   EXPECT_DOUBLE_EQ(tiny.mean, 202.0);
-  // No long call measured: those left out are the mean of every call it ran in (200 + 1,000
-  // over 3 calls); without any stratum data (wall time), likewise.
+  // No long call measured: the long ones not measured (one in part, one left out) are the mean
+  // of the scaled values of the calls it ran in part (1,000); without any stratum data,
+  // likewise.
   const Distribution none =
       make_distribution({4, 2, 200, 100, 100, 1, 1000, 2, 200, 0, 0, 5000, 0}, Histogram{});
-  EXPECT_DOUBLE_EQ(none.total, 1200.0 + 400.0);
+  EXPECT_DOUBLE_EQ(none.total, 200.0 + 2 * 1000.0);
   const Distribution m = make_distribution({8, 2, 400, 100, 300, 5, 99999}, Histogram{});
-  EXPECT_DOUBLE_EQ(m.total, (400.0 + 99999.0) * 8 / 7);
+  EXPECT_DOUBLE_EQ(m.total, 400.0 + 6 * 99999.0 / 5);
+  // Nothing measured, 2 short calls in part: the mean of their scaled values (all there is).
+  const Distribution blind = make_distribution({4, 0, 0, 0, 0, 2, 300, 0, 0, 0, 4, 0}, Histogram{});
+  EXPECT_DOUBLE_EQ(blind.total, 600.0);
 }
 
 TEST(MakeDistribution, SignedSumsOfCompensatedValues) {
@@ -1025,9 +1030,9 @@ TEST(FuncReportPrometheus, MeasuredCallsHistogramAndScaledTotal) {
   // buckets are exact.
   FuncStats s(2);
   s.add(call(100, 90, {10, 100}));
-  s.add(call(100, 90, {10, 5000}, 0, 0x1, 0x3));
+  s.add(call(200000, 200000, {10, 5000}, 0, 0x1, 0x3));  // long, in part: scaled
   s.add(call(100, 90, {10, 300}));
-  s.add(call(100, 90, {10, 7000}, 0, 0x1, 0x3));
+  s.add(call(200000, 200000, {10, 7000}, 0, 0x1, 0x3));
   FunctionReport r;
   r.target = "t";
   r.aggregation = "stream";

@@ -109,7 +109,7 @@ std::vector<CallRecord> mixed_records() {
       ran = i % 2 ? 0x7 : 0x5;
       if (ran & 0x2) flags |= PMCPROF_REC_MULTIPLEXED;
     }
-    const std::uint64_t wall = 1000 + (x >> 40) % 100000;
+    const std::uint64_t wall = 1000 + (x >> 40) % 400000;  // short and long calls
     const std::uint64_t oncpu = wall / 2 + (x >> 50) % 100;
     out.push_back(rec(0, wall, oncpu, {(x >> 20) % 5000000, (x >> 30) % 9000000, oncpu}, flags, 100,
                       "app", 0, measured, ran));
@@ -276,22 +276,27 @@ TEST(FuncStats, MeasuredCountsMatchHistograms) {
 }
 
 TEST(FuncStats, MultiplexedEventCountsPerCall) {
-  // Event 1 ran through the first call only; ran in part through the second (its delta is
-  // enabled/running-scaled); never ran in the third. Event 0 measured all three.
+  // Event 1 ran through the first call only; ran in part through the second, a long one (its
+  // delta is enabled/running-scaled) and the fourth, a short one; never ran in the third.
+  // Event 0 measured all four.
   FuncStats s(2);
   s.add(rec(0, 100, 100, {10, 1000}, 0, 100, "a", 0, 0x3, 0x3));
-  s.add(rec(0, 100, 100, {20, 3000}, PMCPROF_REC_MULTIPLEXED, 100, "a", 0, 0x1, 0x3));
+  s.add(rec(0, 200000, 200000, {20, 3000}, PMCPROF_REC_MULTIPLEXED, 100, "a", 0, 0x1, 0x3));
   s.add(rec(0, 100, 100, {30, 0}, 0, 100, "a", 0, 0x1, 0x1));
-  EXPECT_EQ(s.calls(), 3u);
-  EXPECT_EQ(s.s.multiplexed, 1u);
-  EXPECT_EQ(s.s.measured[0], 3u);
+  s.add(rec(0, 100, 100, {0, 5}, PMCPROF_REC_MULTIPLEXED, 100, "a", 0, 0x1, 0x3));
+  EXPECT_EQ(s.calls(), 4u);
+  EXPECT_EQ(s.s.multiplexed, 2u);
+  EXPECT_EQ(s.s.measured[0], 4u);
   EXPECT_EQ(s.s.sum[0], 60u);
   EXPECT_EQ(s.s.measured[1], 1u);
   EXPECT_EQ(s.s.sum[1], 1000u);
   EXPECT_EQ(s.s.max[1], 1000u);
   EXPECT_EQ(min_of(s.s.min_inv[1]), 1000u);  // partial calls stay out of min and max
-  EXPECT_EQ(s.s.partial[1], 1u);
-  EXPECT_EQ(s.s.scaled_sum[1], 3000u);
+  // Both calls in part are in their stratum of calls not measured too.
+  EXPECT_EQ(s.s.partial[1], 2u);
+  EXPECT_EQ(s.s.scaled_sum[1], 3005u);
+  EXPECT_EQ(s.s.unmeasured_oncpu[1], 200000u);
+  EXPECT_EQ(s.s.short_unmeasured[1], 2u);
   EXPECT_EQ(s.hist[1].count(), 1u);  // only measured calls in the distribution
 }
 
@@ -415,9 +420,9 @@ TEST(FuncStats, UnrunCallsPerStratumOfOnCpuTime) {
   EXPECT_EQ(st.s.long_measured_oncpu[0], 500000u);
   EXPECT_EQ(st.s.short_measured[1], 1u);
   EXPECT_EQ(st.s.long_measured_oncpu[1], 200000u);
-  EXPECT_EQ(st.s.short_unrun[1], 1u);
-  EXPECT_EQ(st.s.unrun_oncpu[1], 300000u);
-  EXPECT_EQ(st.s.unrun_oncpu[0], 0u);
+  EXPECT_EQ(st.s.short_unmeasured[1], 1u);
+  EXPECT_EQ(st.s.unmeasured_oncpu[1], 300000u);
+  EXPECT_EQ(st.s.unmeasured_oncpu[0], 0u);
 }
 
 // ---- stream and kernel aggregation: the same calls give the same numbers ----

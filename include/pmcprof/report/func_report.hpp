@@ -183,15 +183,16 @@ struct FuncEventInfo {
 };
 
 // The distribution of a quantity over `calls` counted calls: `measured` of them exactly
-// (sum, min, max, histogram), `partial` more only in part (their scaled sum). Status ok with
-// no_calls when nothing was called; not-counted when calls happened and none was measured.
-// Sums of compensated values are signed (two's complement, bpf/pmcprof.h).
-// The calls that neither measured nor ran in part (multiplexed out) are estimated per stratum
-// of on-CPU time (bpf/pmcprof.h, PMCPROF_SHORT_CALL_NS): the short ones (`short_unrun`) at the
-// mean of the short calls measured (`short_sum` / `short_measured`), the long ones at the rate
-// per on-CPU ns of the long calls measured ((sum - short_sum) / `long_measured_oncpu`) times
-// their on-CPU time (`unrun_oncpu`), as perf scales a count by enabled/running time. Where a
-// stratum measured nothing: the mean of every call it ran in, exactly or in part.
+// (sum, min, max, histogram). Status ok with no_calls when nothing was called; not-counted
+// when calls happened and none was measured or scaled. Sums of compensated values are signed
+// (two's complement, bpf/pmcprof.h).
+// The calls it did not measure exactly (multiplexed out for all or part of them) are
+// estimated per stratum of on-CPU time (bpf/pmcprof.h, PMCPROF_SHORT_CALL_NS): the short ones
+// (`short_unmeasured`) at the mean of the short calls measured (`short_sum` /
+// `short_measured`), the long ones at the rate per on-CPU ns of the long calls measured
+// ((sum - short_sum) / `long_measured_oncpu`) times their on-CPU time (`unmeasured_oncpu`).
+// A stratum that measured no call: the mean of the enabled/running-scaled values of the
+// `partial` calls (`scaled_sum`), else of the calls measured.
 struct MeasuredSums {
   std::uint64_t calls = 0;
   std::uint64_t measured = 0;
@@ -202,8 +203,8 @@ struct MeasuredSums {
   std::uint64_t short_measured = 0;
   std::uint64_t short_sum = 0;
   std::uint64_t long_measured_oncpu = 0;
-  std::uint64_t short_unrun = 0;
-  std::uint64_t unrun_oncpu = 0;
+  std::uint64_t short_unmeasured = 0;
+  std::uint64_t unmeasured_oncpu = 0;
   std::uint64_t under_floor = 0;  // measured calls below the noise floor
 };
 Distribution make_distribution(const MeasuredSums& m, const Histogram& h);

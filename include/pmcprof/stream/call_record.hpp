@@ -27,7 +27,7 @@ struct CallRecord {
   std::uint8_t n_events = 0;
   std::uint8_t under_floor = 0;  // bit i: event i (bias taken off) is below its noise floor
   std::uint8_t measured = 0;     // bit i: event i ran through the whole call (exact)
-  std::uint8_t ran = 0;          // bit i: event i ran for at least part of it
+  std::uint8_t ran = 0;          // bit i: event i ran in part of every piece of it (bpf/pmcprof.h)
   std::array<char, 16> comm{};
   std::array<std::uint64_t, kMaxBpfEvents> delta{};  // only n_events are meaningful
   // --by argN: the arguments read at the call's start (zero when the sample has none).

@@ -33,14 +33,14 @@ struct FuncScalars {
   std::array<std::uint64_t, kMaxBpfEvents> sum{};       // over those calls
   std::array<std::uint64_t, kMaxBpfEvents> min_inv{};
   std::array<std::uint64_t, kMaxBpfEvents> max{};
-  std::array<std::uint64_t, kMaxBpfEvents> partial{};     // calls it ran through in part
+  std::array<std::uint64_t, kMaxBpfEvents> partial{};     // long calls it ran in, in part
   std::array<std::uint64_t, kMaxBpfEvents> scaled_sum{};  // their scaled deltas
-  // Multiplexed-out calls, per stratum of on-CPU time (bpf/pmcprof.h, pmcprof_agg):
+  // Calls not measured exactly, per stratum of on-CPU time (bpf/pmcprof.h, pmcprof_agg):
   std::array<std::uint64_t, kMaxBpfEvents> short_measured{};       // measured short calls
   std::array<std::uint64_t, kMaxBpfEvents> short_sum{};            // ... their sum
   std::array<std::uint64_t, kMaxBpfEvents> long_measured_oncpu{};  // on-CPU ns, measured long
-  std::array<std::uint64_t, kMaxBpfEvents> short_unrun{};          // short calls never run in
-  std::array<std::uint64_t, kMaxBpfEvents> unrun_oncpu{};          // on-CPU ns, long, never run
+  std::array<std::uint64_t, kMaxBpfEvents> short_unmeasured{};     // short calls not measured
+  std::array<std::uint64_t, kMaxBpfEvents> unmeasured_oncpu{};     // on-CPU ns, long, not measured
   std::array<std::uint64_t, kMaxBpfEvents> under_floor{};          // measured calls below the floor
   std::uint64_t wall_under_floor = 0;
   std::uint64_t oncpu_under_floor = 0;
