@@ -9,6 +9,8 @@
  *                                EXACT_FN_INSNS (202) user instructions, ret included
  *   pmu_workload libc_calls N    calls libc's rand() N times (a probe target inside libc that
  *                                makes no system call)
+ *   pmu_workload umask_calls N   umask(022) N times: a system call whose kernel function
+ *                                (__arm64_sys_umask) is a leaf, for the probes' cost per call
  *   pmu_workload alt_calls N     calls alt_fn() N times, alternating a short and a long call
  *                                (short first): a short call retires exactly ALT_SHORT_INSNS
  *                                (2,002: ~2 us under -icount shift=0) user instructions, a long
@@ -18,6 +20,7 @@
  * Prints nothing else: output would add instructions. Exit status 0, 2 on bad arguments. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EXACT_FN_LOOPS 100
@@ -89,6 +92,8 @@ int main(int argc, char** argv) {
     for (unsigned long i = 0; i < n; i++) alt_fn(i % 2 ? ALT_LONG_LOOPS : ALT_SHORT_LOOPS);
   } else if (strcmp(argv[1], "libc_calls") == 0) {
     for (unsigned long i = 0; i < n; i++) sink += rand();
+  } else if (strcmp(argv[1], "umask_calls") == 0) {
+    for (unsigned long i = 0; i < n; i++) sink += (int)umask(022);
   } else {
     return 2;
   }
