@@ -18,6 +18,10 @@ for rw_jump_out, which runs only inside frames longjmp then abandons):
   rw_recI (x0 = D)  stp; mov x29,sp; loop K; cbz x0,2f; sub x0,x0,#1; bl rw_recI; b 3f;
                 2: BOTTOM; 3: ldp; ret          D > 0: 2K + 9 + R(D-1); D = 0: 2K + 6 + BOTTOM
       BOTTOM    nothing | call X | sleep | signal | `bl rw_jump_out` (C: longjmp to the driver)
+  rw_region_fn  SEGMENTS: rbegin (bl rw_region_begin), a loop, a call, bl rw_rend_fn
+  rw_rend_fn    SEGMENTS: a loop, rend (bl rw_region_end), a loop: the region ends inside it
+  rw_region_open  SEGMENTS: a loop, rbegin, a loop: a region never ended (a thread's last call)
+  rw_region_begin, rw_region_end  nop; ret (not --func probed: the region's two ends)
   rw_sig_handler  (SA_ONSTACK | SA_RESTORER, installed by the raw rt_sigaction)
                 stp; mov x29,sp; bl G; ldp; br x30                                 5 + G
                 `br x30`, not `ret`: the oracle follows bl/blr/ret, and the handler is entered
@@ -69,6 +73,7 @@ class Stat:
         self.m_max = None
         self.m_values = []
         self.m_deep = []          # per measured call: the too-deep calls entered inside it
+        self.m_rhits = []         # per measured call: the region probes hit inside it
         self.depth_overflow = 0   # entered past the kernel's 64 return probes in flight
         self.abandoned = 0        # measured calls left by longjmp
         self.open = 0             # every call left by longjmp (the oracle's `open`)
@@ -128,6 +133,18 @@ class Workload:
                        [("loop", rnd.randint(1, 50)), ("call", rnd.choice(names)),
                         ("rec", rjump.name, rnd.randint(5, 50))]))
 
+        # regions (--region REGION=EXE:rw_region_begin,EXE:rw_region_end): rw_region_fn begins
+        # one, calls X, then rw_rend_fn, which ends it inside itself; rw_region_open begins one
+        # that never ends (a thread's last call); rw_rend_fn called alone ends none
+        rend = add(Fn("rw_rend_fn", "fn", 0, [("loop", rnd.randint(1, 50)), ("rend",),
+                                               ("loop", rnd.randint(1, 50))]))
+        region_fn = add(Fn("rw_region_fn", "fn", 0,
+                           [("rbegin",), ("loop", rnd.randint(1, 100)),
+                            ("call", rnd.choice(names + leaves)), ("call", rend.name)]))
+        region_open = add(Fn("rw_region_open", "fn", 0,
+                             [("loop", rnd.randint(1, 20)), ("rbegin",),
+                              ("loop", rnd.randint(1, 20))]))
+
         # plans: thread 0 is the main thread
         self.plans = []
         for t in range(rnd.randint(2, 4)):
@@ -161,7 +178,19 @@ class Workload:
         for ops in must:
             at = rnd.randint(0, len(self.plans[0]))
             self.plans[0][at:at] = ops
+        # regions: a few whole ones, an end without a start, and some never ended
+        self.plans[0].insert(rnd.randint(0, len(self.plans[0])), ("call", region_fn.name, 0))
+        for plan in self.plans:
+            for ops in [("call", region_fn.name, 0)] * rnd.randint(0, 3) + \
+                    [("call", rend.name, 0)] * rnd.randint(0, 1):
+                at = rnd.randint(0, len(plan))
+                plan[at:at] = [ops]
+            if rnd.random() < 0.5:
+                plan.append(("call", region_open.name, 0))
         self.stats = {n: Stat() for n in self.order}
+        # the region's calls: instructions from rw_region_begin's entry to rw_region_end's, and
+        # the too-deep calls that began and returned between (see the test's docstring)
+        self.region = {"calls": 0, "values": [], "deep": [], "open": 0, "unmatched_exits": 0}
         self._simulate()
 
     @staticmethod
@@ -182,12 +211,14 @@ class Workload:
             self.stale = 0       # return probes left behind by a longjmp
             self.n = 0           # user instructions of the workload's asm executed
             self.deep = 0        # calls entered too deep so far
+            self.rstart = None   # the open region's start (self.n at rw_region_begin's entry)
+            self.rhits = 0       # region probes hit so far
             for kind, name, arg in plan:
                 try:
                     self._call(name, arg)
                 except JumpOut:
                     self.features["jump"] += 1
-                    for fname, _, measured, _ in self.stack:
+                    for fname, _, measured, _, _ in self.stack:
                         self.stats[fname].open += 1
                         if measured:
                             self.stats[fname].abandoned += 1
@@ -196,6 +227,8 @@ class Workload:
                     self.stack = []
                 else:
                     assert kind == "call", (kind, name)
+            if self.rstart is not None:
+                self.region["open"] += 1
 
     def _enter(self, name):
         # the kernel omits a return probe past 64 in flight, before dropping the instances a
@@ -208,10 +241,10 @@ class Workload:
             self.stats[name].depth_overflow += 1
             self.features["overflow"] += 1
             self.deep += 1
-        self.stack.append([name, self.n, measured, self.deep])
+        self.stack.append([name, self.n, measured, self.deep, self.rhits])
 
     def _leave(self):
-        name, start, measured, deep = self.stack.pop()
+        name, start, measured, deep, rhits = self.stack.pop()
         v = self.n - start
         s = self.stats[name]
         s.calls += 1
@@ -223,6 +256,7 @@ class Workload:
             s.m_total += v
             s.m_values.append(v)
             s.m_deep.append(self.deep - deep)
+            s.m_rhits.append(self.rhits - rhits)
             s.m_min = v if s.m_min is None else min(s.m_min, v)
             s.m_max = v if s.m_max is None else max(s.m_max, v)
 
@@ -269,6 +303,25 @@ class Workload:
         elif k == "jump":
             self.n += 1
             raise JumpOut()
+        elif k == "rbegin":           # bl rw_region_begin; nop; ret
+            assert self.rstart is None
+            self.n += 1
+            self.rstart = self.n
+            self.rdeep = self.deep
+            self.rhits += 1
+            self.n += 2
+        elif k == "rend":             # bl rw_region_end; nop; ret
+            self.n += 1
+            self.rhits += 1
+            if self.rstart is None:
+                self.region["unmatched_exits"] += 1
+            else:
+                self.region["calls"] += 1
+                self.region["values"].append(self.n - self.rstart)
+                open_deep = sum(1 for f in self.stack if not f[2] and f[3] > self.rdeep)
+                self.region["deep"].append(self.deep - self.rdeep - open_deep)
+                self.rstart = None
+            self.n += 2
         else:
             raise ValueError(seg)
 
@@ -301,6 +354,10 @@ class Workload:
                         "  svc #0"]
             if k == "jump":
                 return ["  bl rw_jump_out"]
+            if k == "rbegin":
+                return ["  bl rw_region_begin"]
+            if k == "rend":
+                return ["  bl rw_region_end"]
             raise ValueError(seg)
 
         for name in self.order:
@@ -326,6 +383,10 @@ class Workload:
                 "rw_sig_handler:", "  stp x29, x30, [sp, #-16]!", "  mov x29, sp",
                 f"  bl {self.G}", "  ldp x29, x30, [sp], #16", "  br x30",
                 ".size rw_sig_handler, .-rw_sig_handler",
+                ".global rw_region_begin", ".type rw_region_begin, %function", ".p2align 4",
+                "rw_region_begin:", "  nop", "  ret", ".size rw_region_begin, .-rw_region_begin",
+                ".global rw_region_end", ".type rw_region_end, %function", ".p2align 4",
+                "rw_region_end:", "  nop", "  ret", ".size rw_region_end, .-rw_region_end",
                 ".global rw_sig_restorer", ".type rw_sig_restorer, %function", ".p2align 4",
                 "rw_sig_restorer:", "  mov x8, #139", "  svc #0",
                 ".size rw_sig_restorer, .-rw_sig_restorer",
