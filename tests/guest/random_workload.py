@@ -5,7 +5,7 @@ are known by construction, a small C driver that runs them, and a model of the p
 gives every function's calls and instructions (callees included), per call, exactly.
 
 The assembly (every function probed; nothing the C compiler emits is inside a probed call, but
-for rw_jump_out, which runs only inside frames longjmp then abandons):
+for rw_jump_out and rw_do_exec, which run only inside frames longjmp or exec then abandons):
   rw_leafI      mov x9,#K; K x (subs x9,x9,#1; b.ne); ret                        2K + 2
   rw_fnI        stp x29,x30,[sp,#-16]!; mov x29,sp; SEGMENTS; ldp x29,x30,[sp],#16; ret
                                                                              4 + the segments
@@ -18,6 +18,8 @@ for rw_jump_out, which runs only inside frames longjmp then abandons):
   rw_recI (x0 = D)  stp; mov x29,sp; loop K; cbz x0,2f; sub x0,x0,#1; bl rw_recI; b 3f;
                 2: BOTTOM; 3: ldp; ret          D > 0: 2K + 9 + R(D-1); D = 0: 2K + 6 + BOTTOM
       BOTTOM    nothing | call X | sleep | signal | `bl rw_jump_out` (C: longjmp to the driver)
+                | `bl rw_do_exec` (C: execv of the workload itself, `run after`)
+  rw_exec_fn    SEGMENTS: a loop, a call, rec rw_rexec D (whose deepest call execs)
   rw_region_fn  SEGMENTS: rbegin (bl rw_region_begin), a loop, a call, bl rw_rend_fn
   rw_rend_fn    SEGMENTS: a loop, rend (bl rw_region_end), a loop: the region ends inside it
   rw_region_open  SEGMENTS: a loop, rbegin, a loop: a region never ended (a thread's last call)
@@ -38,7 +40,8 @@ the plan's next call enters above every frame left). One plan in two (of another
 the main one) ends with a longjmp from past 64 frames and a call or two after it. `run par`
 runs the plans in concurrent pthreads (the main thread runs plan 0); `run seq` runs them one
 after another on the main thread (what the oracle can follow: it keeps one call stack per
-vCPU). Each plan first touches 64 KB of its stack and its sigaltstack (the oracle counts an
+vCPU). Then the main thread calls rw_exec_fn, and the new image (`run after`) runs one more
+plan. Each plan first touches 64 KB of its stack and its sigaltstack (the oracle counts an
 instruction that faults twice).
 """
 import random
@@ -86,7 +89,8 @@ class Workload:
         rnd = random.Random(seed)
         self.fns = {}
         self.order = []
-        self.features = {"sleep": 0, "signal": 0, "jump": 0, "deep_rec": 0, "overflow": 0}
+        self.features = {"sleep": 0, "signal": 0, "jump": 0, "deep_rec": 0, "overflow": 0,
+                         "exec": 0}
 
         def add(f):
             self.fns[f.name] = f
@@ -185,8 +189,17 @@ class Workload:
                     [("call", rend.name, 0)] * rnd.randint(0, 1):
                 at = rnd.randint(0, len(plan))
                 plan[at:at] = [ops]
-            if rnd.random() < 0.5:
+            if rnd.random() < 0.5 and plan is not self.plans[0]:  # (the main thread execs)
                 plan.append(("call", region_open.name, 0))
+        # exec: the main thread, after joining the others, calls rw_exec_fn, which calls X and
+        # then rw_rexec(D), whose deepest call calls rw_do_exec (C: execv of /proc/self/exe
+        # `run after`); the new image runs AFTER (the kernel frees the return probes at exec)
+        rexec = add(Fn("rw_rexec", "rec", rnd.randint(1, 40), bottom=("exec",)))
+        self.exec_fn = add(Fn("rw_exec_fn", "fn", 0,
+                              [("loop", rnd.randint(1, 50)), ("call", rnd.choice(names + leaves)),
+                               ("rec", rexec.name, rnd.randint(0, 40))])).name
+        self.after = [("call", rnd.choice(names[:3] + leaves), 0)
+                      for _ in range(rnd.randint(1, 4))]
         self.stats = {n: Stat() for n in self.order}
         # the region's calls: instructions from rw_region_begin's entry to rw_region_end's, and
         # the too-deep calls that began and returned between (see the test's docstring)
@@ -205,30 +218,37 @@ class Workload:
     # ------------------------------------------------------------------ the model
 
     def _simulate(self):
-        for plan in self.plans:
-            self.stack = []      # open calls: [name, start, measured]
+        for t, plan in enumerate(self.plans):
+            self.stack = []      # open calls: [name, start, measured, deep, rhits]
             self.live = 0        # return probes in flight (measured open calls)
             self.stale = 0       # return probes left behind by a longjmp
             self.n = 0           # user instructions of the workload's asm executed
             self.deep = 0        # calls entered too deep so far
             self.rstart = None   # the open region's start (self.n at rw_region_begin's entry)
             self.rhits = 0       # region probes hit so far
-            for kind, name, arg in plan:
-                try:
-                    self._call(name, arg)
-                except JumpOut:
-                    self.features["jump"] += 1
-                    for fname, _, measured, _, _ in self.stack:
-                        self.stats[fname].open += 1
-                        if measured:
-                            self.stats[fname].abandoned += 1
-                    self.stale += self.live
-                    self.live = 0
-                    self.stack = []
-                else:
-                    assert kind == "call", (kind, name)
+            self._run(plan)
+            if t == 0:           # the main thread, the others joined: exec, then AFTER
+                self._run([("exec", self.exec_fn, 0)])
+                self.stack, self.live, self.stale = [], 0, 0
+                self._run(self.after)
             if self.rstart is not None:
                 self.region["open"] += 1
+
+    def _run(self, plan):
+        for kind, name, arg in plan:
+            try:
+                self._call(name, arg)
+            except JumpOut:      # longjmp or exec: every open call is left
+                self.features[kind] += 1
+                for fname, _, measured, _, _ in self.stack:
+                    self.stats[fname].open += 1
+                    if measured:
+                        self.stats[fname].abandoned += 1
+                self.stale += self.live
+                self.live = 0
+                self.stack = []
+            else:
+                assert kind == "call", (kind, name)
 
     def _enter(self, name):
         # the kernel omits a return probe past 64 in flight, before dropping the instances a
@@ -300,7 +320,7 @@ class Workload:
             self.features["signal"] += 1
             self.n += SIGNAL_OWN + HANDLER_OWN + RESTORER
             self._call(self.G)
-        elif k == "jump":
+        elif k in ("jump", "exec"):
             self.n += 1
             raise JumpOut()
         elif k == "rbegin":           # bl rw_region_begin; nop; ret
@@ -354,6 +374,8 @@ class Workload:
                         "  svc #0"]
             if k == "jump":
                 return ["  bl rw_jump_out"]
+            if k == "exec":
+                return ["  bl rw_do_exec"]
             if k == "rbegin":
                 return ["  bl rw_region_begin"]
             if k == "rend":
@@ -410,15 +432,23 @@ class Workload:
             ops = ", ".join(f"{{{int(k == 'jump')}, {idx[n]}, {a}}}" for k, n, a in plan)
             lines.append(f"static const struct op PLAN{t}[] = {{{ops}}};")
         nt = len(self.plans)
-        lines += [f"#define NT {nt}",
-                  "static const struct op* const PLANS[NT] = {" +
-                  ", ".join(f"PLAN{t}" for t in range(nt)) + "};",
-                  "static const unsigned NOPS[NT] = {" +
-                  ", ".join(str(len(p)) for p in self.plans) + "};",
+        ops = ", ".join(f"{{0, {idx[n]}, {a}}}" for k, n, a in self.after)
+        lines.append(f"static const struct op PLAN{nt}[] = {{{ops}}};")
+        lines += [f"#define NT {nt}", f"#define EXEC_FN {idx[self.exec_fn]}",
+                  "static const struct op* const PLANS[NT + 1] = {" +
+                  ", ".join(f"PLAN{t}" for t in range(nt + 1)) + "};",
+                  "static const unsigned NOPS[NT + 1] = {" +
+                  ", ".join(str(len(p)) for p in self.plans + [self.after]) + "};",
                   r'''
 static __thread jmp_buf jb;
 void rw_jump_out(void) { longjmp(jb, 1); }
-static char altstack[NT][65536] __attribute__((aligned(16)));
+void rw_do_exec(void) {
+  char* const argv[] = {"random_workload", "run", "after", NULL};
+  execv("/proc/self/exe", argv);
+  perror("execv");
+  _exit(5);
+}
+static char altstack[NT + 1][65536] __attribute__((aligned(16)));
 
 __attribute__((noinline, noipa)) static void touch_stack(void) {
   volatile char buf[65536];
@@ -457,16 +487,21 @@ int main(int argc, char** argv) {
   struct ksigaction sa = {(void*)rw_sig_handler, SA_ONSTACK | 0x04000000 /* SA_RESTORER */,
                           (void*)rw_sig_restorer, 0};
   if (syscall(SYS_rt_sigaction, SIGUSR1, &sa, NULL, 8) != 0) { perror("rt_sigaction"); return 3; }
-  if (strcmp(argv[2], "seq") == 0) {
-    for (unsigned long t = 0; t < NT; t++) run_plan((void*)t);
+  if (strcmp(argv[2], "after") == 0) { /* the image rw_exec_fn exec'd */
+    run_plan((void*)NT);
     return 0;
   }
-  pthread_t th[NT];
-  for (unsigned long t = 1; t < NT; t++)
-    if (pthread_create(&th[t], NULL, run_plan, (void*)t) != 0) return 4;
-  run_plan((void*)0);
-  for (unsigned long t = 1; t < NT; t++) pthread_join(th[t], NULL);
-  return 0;
+  if (strcmp(argv[2], "seq") == 0) {
+    for (unsigned long t = 0; t < NT; t++) run_plan((void*)t);
+  } else {
+    pthread_t th[NT];
+    for (unsigned long t = 1; t < NT; t++)
+      if (pthread_create(&th[t], NULL, run_plan, (void*)t) != 0) return 4;
+    run_plan((void*)0);
+    for (unsigned long t = 1; t < NT; t++) pthread_join(th[t], NULL);
+  }
+  FNS[EXEC_FN](0); /* does not return */
+  return 6;
 }
 '''.lstrip("\n")]
         return "\n".join(lines)

@@ -8,15 +8,17 @@ Each seed generates leaves, recursive functions and a random call DAG of functio
 are loops of known length, calls, recursion (past 16, and past the kernel's 64 return probes in
 flight per thread), nanosleep by `svc`, signals raised to the own thread by tgkill and handled on
 a sigaltstack by an assembly handler that calls a probed leaf, longjmp out of deep frames (a
-C helper called from the deepest assembly frame), and regions (--region between two assembly
-marker functions): whole ones that end inside a probed function, ends without a start, and
-starts never ended (a thread's last call). A C driver runs one plan of top-level calls
-per thread. The generator's model of the program gives, per function, every call's instructions
-(callees, and signal handlers run inside the call, included), and what pmcprof can measure: the
-kernel omits a return probe past 64 in flight (the call is `depth_overflow`, and so is every
-call entered while 64 are in flight, including return probes a longjmp left behind, which the
-kernel drops only at the next probed entry that gets one); calls left by longjmp with a return
-probe are `abandoned`.
+C helper called from the deepest assembly frame), exec from deep frames (the main thread, the
+others joined, execs the workload itself, which runs a last plan), and regions (--region
+between two assembly marker functions): whole ones that end inside a probed function, ends
+without a start, and starts never ended (a thread's last call). A C driver runs one plan of
+top-level calls per thread. The generator's model of the program gives, per function, every
+call's instructions (callees, and signal handlers run inside the call, included), and what
+pmcprof can measure: the kernel omits a return probe past 64 in flight (the call is
+`depth_overflow`, and so is every call entered while 64 are in flight, including return probes
+a longjmp left behind, which the kernel drops only at the next probed entry that gets one: a
+thread that longjmps out from past 64 has every later call too deep); calls left by longjmp or
+exec with a return probe are `abandoned`.
 
 On the host (what ctest runs):
     test_guest_arm64_random.py --cache DIR --source SRC --cross-build DIR [--timeout S]
@@ -26,7 +28,7 @@ oracle cannot tell processes apart), into CROSS_BUILD/random/. Two boots, run si
   1. the oracle (no pmcprof): every seed's workload with its plans run one after another on the
      main thread (`run seq`: the oracle keeps one call stack per vCPU). Checked per function:
      calls, total, and every call's count (as a sorted list) are the model's; calls left open
-     are the model's calls left by longjmp; nothing it could not follow.
+     are the model's calls left by longjmp or exec; nothing it could not follow.
   2. pmcprof (no plugin): `pmcprof stat -e instructions:u --func EXE:F ... -j -- EXE run par`
      per seed (the plans in concurrent threads). Checked per function: calls, depth_overflow,
      abandoned are the model's (so calls + depth_overflow + abandoned = every call entered);
@@ -133,8 +135,8 @@ def check_oracle(C, w, orep):
         o = fns.get(f"{w.index}:{name}")
         if not C.check(o is not None, f"seed {w.seed}: oracle: {name} reported"):
             continue
-        log(f"  {name}: model {m.calls} calls, total {m.total}, {m.open} left by longjmp; "
-            f"oracle {o['calls']} calls, total {o['total']}, open {o['open']}, not followed "
+        log(f"  {name}: model {m.calls} calls, total {m.total}, {m.open} left by longjmp or "
+            f"exec; oracle {o['calls']} calls, total {o['total']}, open {o['open']}, not followed "
             f"{o['stack_overflow']}")
         per = sorted(c for c, _ in o["per_call"])
         C.check((o["calls"], o["total"], o["open"], o["stack_overflow"], o["list_dropped"]) ==
