@@ -100,10 +100,12 @@ class Workload:
         leaves = [add(Fn(f"rw_leaf{i}", "leaf", rnd.randint(1, 120))).name
                   for i in range(rnd.randint(3, 5))]
         self.G = leaves[0]          # what the signal handler calls
-        # recursive functions: rec0 bottoms out in a leaf call (or nothing), rec1 in a signal,
-        # rec2 in a sleep, rjump in a longjmp
+        # recursive functions: rec0 (at most 61 deep) and recdeep (past 64) bottom out in a leaf
+        # call (or nothing), rec1 in a signal, rec2 in a sleep, rjump in a longjmp
         rec0 = add(Fn("rw_rec0", "rec", rnd.randint(1, 40),
                       bottom=rnd.choice([None, ("call", rnd.choice(leaves))])))
+        recdeep = add(Fn("rw_recdeep", "rec", rnd.randint(1, 40),
+                         bottom=rnd.choice([None, ("call", rnd.choice(leaves))])))
         rec1 = add(Fn("rw_rec1", "rec", rnd.randint(1, 40), bottom=("signal",)))
         rec2 = add(Fn("rw_rec2", "rec", rnd.randint(1, 40), bottom=("sleep",)))
         rjump = add(Fn("rw_rjump", "rec", rnd.randint(1, 40), bottom=("jump",)))
@@ -160,8 +162,8 @@ class Workload:
                 elif r < 0.6:
                     plan.append(("call", rnd.choice(leaves), 0))
                 elif r < 0.75:  # recursion past 16, sometimes past the uretprobe limit
-                    plan.append(("call", rec0.name, rnd.choice([rnd.randint(17, 60),
-                                                                 rnd.randint(65, 90)])))
+                    plan.append(rnd.choice([("call", rec0.name, rnd.randint(17, 60)),
+                                            ("call", recdeep.name, rnd.randint(65, 90))]))
                 elif r < 0.85:
                     plan.append(("call", rnd.choice([rec1.name, rec2.name]), rnd.randint(0, 30)))
                 else:           # a longjmp out of a deep frame; a normal call after it
@@ -173,9 +175,10 @@ class Workload:
         if len(self.plans) > 1 and rnd.random() < 0.5:
             self.plans[-1] += [("jump", rjump.name, rnd.randint(65, 80))] + [
                 ("call", rnd.choice(names[:3]), 0) for _ in range(rnd.randint(1, 2))]
-        # every feature in every seed: thread 0 also recurses past 64, raises a signal 17..60
-        # deep, sleeps, and longjmps
-        must = [[("call", rec0.name, rnd.randint(65, 90))],
+        # every feature in every seed: thread 0 also recurses past 16 and past 64, raises a
+        # signal 17..60 deep, sleeps, and longjmps
+        must = [[("call", rec0.name, rnd.randint(17, 60))],
+                [("call", recdeep.name, rnd.randint(65, 90))],
                 [("call", rec1.name, rnd.randint(17, 60))],
                 [("call", rec2.name, rnd.randint(0, 20))],
                 self._jump(rnd, rjump, jwrap, names)]
