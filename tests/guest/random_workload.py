@@ -36,8 +36,9 @@ So a call that raises a signal counts, besides its own 10 instructions, 7 + G's 
 The driver (C, static, text at TEXT_BASE + index * 16 MB so that several seeds' workloads can be
 watched by the oracle in one boot) runs one plan per thread: a list of top-level calls, some
 through jump_call() (setjmp, one C frame below the plan's: their deepest frame longjmps back;
-the plan's next call enters above every frame left). One plan in two (of another thread than
-the main one) ends with a longjmp from past 64 frames and a call or two after it. `run par`
+the plan's next call enters above every frame left; with same_sp, run_plan calls setjmp
+itself). One plan in two (of another thread than the main one) ends with a longjmp from past
+64 frames and a call or two after it. `run par`
 runs the plans in concurrent pthreads (the main thread runs plan 0); `run seq` runs them one
 after another on the main thread (what the oracle can follow: it keeps one call stack per
 vCPU). Then the main thread calls rw_exec_fn, and the new image (`run after`) runs one more
@@ -83,8 +84,8 @@ class Stat:
 
 
 class Workload:
-    def __init__(self, seed, index=0):
-        self.seed, self.index = seed, index
+    def __init__(self, seed, index=0, same_sp=False):
+        self.seed, self.index, self.same_sp = seed, index, same_sp
         self.text_address = TEXT_BASE + index * TEXT_STRIDE
         rnd = random.Random(seed)
         self.fns = {}
@@ -438,6 +439,7 @@ class Workload:
         ops = ", ".join(f"{{0, {idx[n]}, {a}}}" for k, n, a in self.after)
         lines.append(f"static const struct op PLAN{nt}[] = {{{ops}}};")
         lines += [f"#define NT {nt}", f"#define EXEC_FN {idx[self.exec_fn]}",
+                  f"#define SAME_SP {int(self.same_sp)}",
                   "static const struct op* const PLANS[NT + 1] = {" +
                   ", ".join(f"PLAN{t}" for t in range(nt + 1)) + "};",
                   "static const unsigned NOPS[NT + 1] = {" +
@@ -473,12 +475,16 @@ static void* run_plan(void* arg) {
   stack_t ss = {.ss_sp = altstack[t], .ss_size = sizeof altstack[t], .ss_flags = 0};
   if (sigaltstack(&ss, NULL) != 0) { perror("sigaltstack"); _exit(3); }
   touch_stack();
-  for (unsigned i = 0; i < NOPS[t]; i++) {
+  for (volatile unsigned i = 0; i < NOPS[t]; i++) {
     const struct op* o = &PLANS[t][i];
-    if (o->jump)
+    if (o->jump && !SAME_SP)
       jump_call(o);
-    else
+    else if (o->jump) { /* setjmp here: the next call enters where the longjmp's outermost
+                           frame did */
+      if (!setjmp(jb)) FNS[o->fn](o->arg);
+    } else {
       FNS[o->fn](o->arg);
+    }
   }
   return NULL;
 }
@@ -525,5 +531,7 @@ int main(int argc, char** argv) {
         return "\n".join(lines)
 
 
-def generate(seed, index=0):
-    return Workload(seed, index)
+def generate(seed, index=0, same_sp=False):
+    """SAME_SP: the plans' setjmp in run_plan itself, so that the call after a longjmp enters at
+    the stack pointer the longjmp's outermost frame was entered at (the model is the same)."""
+    return Workload(seed, index, same_sp)
