@@ -74,7 +74,16 @@ const volatile bool count_entries = false;   /* regions: starts and matched ends
 const volatile bool need_cgroup_id = false;  /* records carry the cgroup (--by cgroup) */
 const volatile bool need_comm = false;       /* records carry the command name (--by comm) */
 const volatile __u32 clock_events = 0;       /* bit i: event i is the on-CPU time (ns) */
-const volatile __u32 self_tgid = 0;          /* pmcprof itself: never counted ... */
+/* Software events the sched_switch hook counts itself (only with the hook): context switches
+ * and migrations of the thread while a call is in flight. Read as counters they say the same
+ * (a call's per-CPU context-switches delta is its switches back in, each counted after the
+ * hook's reading) or less (cpu-migrations counts what the CPU migrates, not the thread). */
+const volatile __u32 switch_events = 0;    /* bit i: event i is context-switches */
+const volatile __u32 migration_events = 0; /* bit i: event i is cpu-migrations */
+/* clock_events | switch_events | migration_events: one test per event in the hot loops (each
+ * rodata value is a load there: ~30 instructions a call per extra mask tested, on arm64). */
+const volatile __u32 unread_events = 0;
+const volatile __u32 self_tgid = 0;                      /* pmcprof itself: never counted ... */
 const volatile __u32 calibration_id = PMCPROF_MAX_FUNCS; /* ... but for this function id */
 /* ... and this one: an outer function calling the calibration target (nested probes' cost) */
 const volatile __u32 calibration_outer_id = PMCPROF_MAX_FUNCS + 1;
@@ -398,7 +407,7 @@ __attribute__((noinline)) int read_all(struct readings *r, __u32 cpu) {
   r->failed = 0;
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
-    if (clock_events & (1u << i)) {
+    if (unread_events & (1u << i)) {
       r->v[i].counter = r->v[i].enabled = r->v[i].running = 0;
       continue;
     }
@@ -448,8 +457,9 @@ __attribute__((noinline)) int segment_fold(struct thread_state *t, __u32 cpu, __
   __u64 dt = now > t->seg_start_ns ? now - t->seg_start_ns : 0;
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
     if (i >= n_events) break;
-    if (clock_events & (1u << i)) {
-      t->acc[i] += dt;
+    if (unread_events & (1u << i)) {
+      /* The on-CPU time, or a count the hook keeps: always "running". */
+      if (clock_events & (1u << i)) t->acc[i] += dt;
       t->runs[i]++;
       continue;
     }
@@ -495,6 +505,15 @@ static __always_inline void absorb_missed_switch_in(struct thread_state *t) {
   t->hidden++;
   t->bad++;
   t->seg_invalid = 1;
+}
+
+/* One more of the hook's own events (mask: switch_events or migration_events) in the calls in
+ * flight. */
+static __always_inline void hook_count(struct thread_state *t, __u32 mask) {
+  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++) {
+    if (i >= n_events) break;
+    if (mask & (1u << i)) t->acc[i]++;
+  }
 }
 
 /* busy brackets every update of a thread's state by an entry or exit program. A switch in
@@ -1373,6 +1392,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
         segment_fold(t, cpu, bpf_ktime_get_ns(), &r);
       }
       t->switches++;
+      hook_count(t, switch_events);
       release(t);
     }
     t->off_cpu = 1;
@@ -1391,7 +1411,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
         t->hidden++;
         t->bad++;
       }
-      if (t->cpu != cpu) t->migrations++;
+      if (t->cpu != cpu) {
+        t->migrations++;
+        hook_count(t, migration_events);
+      }
       struct readings r;
       read_all(&r, cpu);
       segment_start(t, cpu, bpf_ktime_get_ns(), &r);

@@ -112,6 +112,9 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   ro->need_cgroup_id = config.by_cgroup;
   ro->need_comm = config.need_comm;
   ro->clock_events = config.clock_events;
+  ro->switch_events = config.switch_events;
+  ro->migration_events = config.migration_events;
+  ro->unread_events = config.clock_events | config.switch_events | config.migration_events;
   ro->self_tgid = static_cast<__u32>(::getpid());
   ro->calibration_id = static_cast<__u32>(config.n_funcs);
   ro->calibration_outer_id = static_cast<__u32>(config.n_funcs + 1);

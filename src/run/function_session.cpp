@@ -85,25 +85,31 @@ AggregateChoice checked_aggregate(const FunctionPlan& plan) {
   return agg;
 }
 
-// Events whose value is the thread's on-CPU time: task-clock and cpu-clock outside a group
-// with hardware events. BPF takes them from its own clock instead of reading a counter (a
-// hardware-led group is multiplexed, and then the clock must follow its group).
-std::uint32_t clock_events(const std::vector<ResolvedGroup>& groups, const CounterSet& counters,
-                           const BpfEventMap& events) {
-  std::vector<bool> derived;
+// BPF events (a bit each) that BPF takes from its own figures instead of a counter read: those
+// `own` picks, for all privilege levels, outside a group with hardware events (a hardware-led
+// group is multiplexed, and then the event must follow its group). Task-clock and cpu-clock are
+// the thread's on-CPU time; context-switches and cpu-migrations the sched_switch hook's counts.
+template <class Pick>
+std::uint32_t own_events(const std::vector<ResolvedGroup>& groups, const CounterSet& counters,
+                         const BpfEventMap& events, Pick own) {
+  std::vector<bool> picked;
   for (const auto& g : groups) {
     bool hardware = false;
     for (const auto& e : g.events) hardware |= !e.is_software();
     for (const auto& e : g.events)
-      derived.push_back(e.is_clock() && !(g.grouped && hardware) && !e.attr.exclude_user &&
-                        !e.attr.exclude_kernel);
+      picked.push_back(own(e) && !(g.grouped && hardware) && !e.attr.exclude_user &&
+                       !e.attr.exclude_kernel);
   }
   std::uint32_t mask = 0;
   for (std::size_t b = 0; b < events.size(); ++b) {
     const std::size_t e = events.counter_event(b);
-    if (e < derived.size() && derived[e] && counters.supported(e)) mask |= 1u << b;
+    if (e < picked.size() && picked[e] && counters.supported(e)) mask |= 1u << b;
   }
   return mask;
+}
+
+bool is_software_event(const ResolvedEvent& e, std::uint64_t config) {
+  return e.is_software() && e.attr.config == config;
 }
 
 std::vector<FuncEventInfo> event_infos(const CounterSet& counters, const BpfEventMap& events) {
@@ -219,7 +225,18 @@ struct FunctionSession::State {
     c.sched_hook = plan.sched_hook;
     c.by_cgroup = plan.by == Breakdown::cgroup;
     c.need_comm = plan.by == Breakdown::comm;
-    c.clock_events = clock_events(plan.groups, counters, BpfEventMap::of(counters));
+    const BpfEventMap bpf_events = BpfEventMap::of(counters);
+    c.clock_events = own_events(plan.groups, counters, bpf_events,
+                                [](const ResolvedEvent& e) { return e.is_clock(); });
+    if (plan.sched_hook) {  // the hook's counts exist only with the hook
+      c.switch_events = own_events(plan.groups, counters, bpf_events, [](const ResolvedEvent& e) {
+        return is_software_event(e, PERF_COUNT_SW_CONTEXT_SWITCHES);
+      });
+      c.migration_events =
+          own_events(plan.groups, counters, bpf_events, [](const ResolvedEvent& e) {
+            return is_software_event(e, PERF_COUNT_SW_CPU_MIGRATIONS);
+          });
+    }
     for (const auto& cg : plan.filter_cgroups) c.filter_cgroups.emplace_back(cg.id, cg.level);
     c.metrics = metrics.per_call;
     c.thread_store = plan.thread_store;

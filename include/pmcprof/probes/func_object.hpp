@@ -63,6 +63,9 @@ struct FuncObjectConfig {
   bool by_cgroup = false;          // records carry the cgroup; kernel sums are keyed by it
   bool need_comm = false;          // records carry the command name
   std::uint32_t clock_events = 0;  // bit i: BPF event i is the on-CPU time (task-clock)
+  // bit i: BPF event i is counted by the sched_switch hook (context-switches, cpu-migrations)
+  std::uint32_t switch_events = 0;
+  std::uint32_t migration_events = 0;
   // -G filter: (cgroup id, level below the v2 root).
   std::vector<std::pair<std::uint64_t, std::uint32_t>> filter_cgroups;
   ThreadStore thread_store = ThreadStore::automatic;
