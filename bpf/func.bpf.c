@@ -749,15 +749,38 @@ static __always_inline __u64 stack_of(__u64 sp, __u64 kstack, __u64 alt, __u64 a
 struct stack_where {
   __u64 sp, kstack, alt, alt_size, here;
   __u32 func_id;
-  __u32 pad;
+  /* At the same stack pointer: 1, the entry was reached by a tail call from the frame there
+   * (its return address is the uretprobe trampoline: that frame is live); 0, by a call (the
+   * frame there is gone: left by longjmp, say); 2, not known (a kernel function). */
+  __u32 tail_call;
 };
 
 /* Frame f (not dead) is gone, seen from an entry at w->sp (see pop_abandoned): on the same
- * stack as it, and from above it (or the same function at the same place). */
+ * stack as it, and from above it; at the same place, when the entry is a new call (not known:
+ * when it is the same function). */
 static __always_inline bool frame_gone(const struct frame *f, const struct stack_where *w) {
   const __u64 fsp = f->sp;
   if (fsp == 0 || stack_of(fsp, w->kstack, w->alt, w->alt_size) != w->here) return false;
-  return fsp < w->sp || (fsp == w->sp && f->func_id == w->func_id);
+  if (fsp != w->sp) return fsp < w->sp;
+  return w->tail_call == 2 ? f->func_id == w->func_id : w->tail_call == 0;
+}
+
+/* The address a user function's entry returns to (uprobe context): its caller's, or the
+ * uretprobe trampoline when a probed function reached it by a tail call. 0 when unknown. */
+static __always_inline __u64 user_return_address(struct pt_regs *ctx, __u64 sp) {
+#if defined(__TARGET_ARCH_arm64)
+  (void)sp;
+  return PT_REGS_RET_CORE(ctx); /* the link register */
+#elif defined(__TARGET_ARCH_x86)
+  (void)ctx;
+  __u64 ra = 0;
+  if (bpf_probe_read_user(&ra, sizeof(ra), (const void *)sp) != 0) return 0;
+  return ra; /* at the entry, the top of the stack */
+#else
+  (void)ctx;
+  (void)sp;
+  return 0;
+#endif
 }
 
 /* pop_abandoned's deep part, a chunk at most: the new depth. */
@@ -778,11 +801,15 @@ __attribute__((noinline)) __u32 pop_deep_abandoned(__u32 tid, __u32 depth,
   return depth;
 }
 
-__attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u32 tid, __u64 sp,
+__attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u32 tid, __u64 sp, __u64 ra,
                                             __u32 func_id) {
   if (!t || sp == 0 || t->depth == 0) return 0;
   struct task_struct *task = bpf_get_current_task_btf();
-  struct stack_where w = {.sp = sp, .func_id = func_id};
+  struct stack_where w = {.sp = sp, .func_id = func_id, .tail_call = 2};
+  if (!(sp >> 63) && ra) {
+    const __u64 trampoline = (__u64)BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+    if (trampoline) w.tail_call = ra == trampoline;
+  }
   w.kstack = (__u64)BPF_CORE_READ(task, stack);
   w.alt = BPF_CORE_READ(task, sas_ss_sp);
   w.alt_size = BPF_CORE_READ(task, sas_ss_size);
@@ -831,7 +858,9 @@ static __always_inline bool uretprobes_full(void) {
   return BPF_CORE_READ(task, utask, depth) >= PMCPROF_MAX_URETPROBE_DEPTH;
 }
 
-static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
+/* sp: the stack pointer at the entry (0: none, a tracepoint or fentry); ra: a user function's
+ * return address there (user_return_address; 0: unknown). */
+static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp, __u64 ra) {
   const __u32 func_id = (__u32)cookie;
   const bool region = cookie & PMCPROF_COOKIE_REGION;
   if (region) sp = 0;
@@ -858,7 +887,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp) {
   }
   acquire(t);
   absorb_missed_switch_in(t);
-  pop_abandoned(t, tid, sp, func_id);
+  pop_abandoned(t, tid, sp, ra, func_id);
   count_nested(func_id, t);
   /* A user function whose return the kernel will not probe: past MAX_URETPROBE_DEPTH (64)
    * return instances in flight, the kernel omits the uretprobe, so no exit would come. Too
@@ -1329,7 +1358,8 @@ static __always_inline int on_hit(void *ctx, __u64 cookie) {
 
 SEC("kprobe")
 int func_entry(struct pt_regs *ctx) {
-  return on_entry(ctx, bpf_get_attach_cookie(ctx), PT_REGS_SP(ctx));
+  const __u64 sp = PT_REGS_SP(ctx);
+  return on_entry(ctx, bpf_get_attach_cookie(ctx), sp, sp >> 63 ? 0 : user_return_address(ctx, sp));
 }
 
 SEC("kretprobe")
@@ -1342,7 +1372,8 @@ int probe_hit(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ct
  * (libbpf 1.1 has no section name for it), and they attach every uprobe of a binary at once. */
 SEC("kprobe")
 int func_entry_multi(struct pt_regs *ctx) {
-  return on_entry(ctx, bpf_get_attach_cookie(ctx), PT_REGS_SP(ctx));
+  const __u64 sp = PT_REGS_SP(ctx);
+  return on_entry(ctx, bpf_get_attach_cookie(ctx), sp, sp >> 63 ? 0 : user_return_address(ctx, sp));
 }
 
 SEC("kprobe")
@@ -1352,7 +1383,7 @@ SEC("kprobe")
 int probe_hit_multi(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
 
 SEC("tracepoint")
-int syscall_entry(void *ctx) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0); }
+int syscall_entry(void *ctx) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0, 0); }
 
 SEC("tracepoint")
 int syscall_exit(void *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
@@ -1364,7 +1395,7 @@ int tracepoint_hit(void *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); 
  * that target's BTF id and linked with the function id as cookie. Autoload off unless the run
  * has kernel functions and the kernel allows fentry. */
 SEC("fentry")
-int BPF_PROG(func_fentry) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0); }
+int BPF_PROG(func_fentry) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0, 0); }
 
 SEC("fexit")
 int BPF_PROG(func_fexit) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }

@@ -16,6 +16,12 @@ abandoned "never returned", open "starts never ended"), never a time.
   100`: 20 regions started and never ended at exec (16 frames, 4 too deep): leaf 100 calls;
   the region 0 calls, 16 abandoned, 4 too deep, none open. (Before: the stale frames stayed, so
   every leaf call was too deep: 100 of 100; and until on_exec was attached, the same.)
+- longjmp out of a 40-deep recursion, then a call of another probed function at the stack
+  pointer of the outermost frame left behind: every frame abandoned (20 x 40), the other
+  function's 100 calls measured; and a tail call (`tailcall 100`: tail_f jumps into tail_g, both
+  probed, tail_g entered at tail_f's stack pointer): both 100 calls, nothing abandoned or
+  unmatched. The two are told apart by the entry's return address: the uretprobe trampoline
+  after a tail call from a probed function, the caller's own after a call.
 - signal handlers on a sigaltstack (defect 6): `altstack 100 below`: f() signals its own thread
   100 times and the SA_ONSTACK handler calls h() on an alt stack below the thread's stack: f and
   h 100 calls each, nothing abandoned or unmatched. This does not tell the fix from the code
@@ -128,7 +134,12 @@ class FramesTest(unittest.TestCase):
                 row = self.check(t.report_of(s, agg), self.sym("climb"),
                                  {"calls": measured, "depth_overflow": depth * rounds - measured,
                                   "unmatched_exits": 0, "abandoned": 0}, f"[recurse {depth}, {agg}]")
-                self.assertEqual(row["not_counted"], 0)
+                # A switch inside pmcprof's own probe program (a loaded machine) leaves every
+                # call in flight not counted: up to a whole recursion at once (64 calls of 192
+                # seen). At least one recursion is counted whole.
+                per_round = min(depth, URETPROBE_DEPTH)
+                self.assertLessEqual(row["not_counted"], measured - per_round,
+                                     f"[recurse {depth}, {agg}]: one recursion counted whole")
 
     def test_longjmp_out_of_a_deep_recursion(self):
         # Issue 22 (3): longjmp out of a 40-deep recursion, 20 times: every frame left behind
@@ -140,12 +151,25 @@ class FramesTest(unittest.TestCase):
                                        "leaf_calls": 100}])
         self.check(s.json, self.sym("leaf"), {"calls": 100, "depth_overflow": 0,
                                               "unmatched_exits": 0, "abandoned": 0}, "[longjmp]")
-        # All but the last round's outermost frame: leaf() is entered from main at that
-        # frame's very stack pointer, where a different function is taken for a tail call of
-        # a live caller; it is still in flight when the run ends.
+        # Every frame, the last round's outermost one too: leaf() is entered from main at that
+        # frame's very stack pointer by a call (its return address is main's, not the
+        # uretprobe trampoline a tail call from a live probed caller would return to). Before
+        # that was told apart, the frame was taken for a tail call's live caller and was in
+        # no count when the run ended (799).
         self.check(s.json, self.sym("jclimb"), {"calls": 0, "depth_overflow": 0,
-                                                "unmatched_exits": 0, "abandoned": 20 * 40 - 1},
+                                                "unmatched_exits": 0, "abandoned": 20 * 40},
                    "[longjmp]")
+
+    def test_tail_call_keeps_its_caller_live(self):
+        s = self.stat(["--func", self.sym("tail_f"), "--func", self.sym("tail_g"),
+                       "--aggregate", "both"], [self.wl, "tailcall", str(N)])
+        self.assertEqual(s.workload[0]["calls"], N)
+        for agg in ("stream", "kernel"):
+            for fn in ("tail_f", "tail_g"):
+                self.check(t.report_of(s, agg), self.sym(fn), {"calls": N, "depth_overflow": 0,
+                                                               "unmatched_exits": 0,
+                                                               "abandoned": 0},
+                           f"[tailcall, {agg}]")
 
     def test_signal_handler_on_a_sigaltstack(self):
         s = self.stat(["--func", self.sym("f"), "--func", self.sym("h")],

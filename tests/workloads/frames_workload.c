@@ -12,6 +12,9 @@
  *   recurse D N           N times climb() D levels deep (a probed recursion that returns).
  *   longjmp D N           N times: jclimb() D levels deep, which longjmps out of the bottom
  *                         level back to main; then leaf() 100 times.
+ *   tailcall N            N times tail_f(), which ends by a tail call (a jump) into tail_g():
+ *                         both probed, tail_g is entered at tail_f's stack pointer with the
+ *                         uretprobe trampoline as its return address, and tail_f is live.
  *   altstack N below|above
  *                         a thread whose stack and sigaltstack are the two ends of one mapping,
  *                         the alt stack below the thread's stack (as a malloc'ed alt stack is
@@ -93,6 +96,23 @@ __attribute__((noinline)) unsigned long jclimb(int depth) {
   __asm__ volatile("" ::: "memory");
   return v + 1;
 }
+
+/* ---- tailcall: written in assembly, so that the jump is certain whatever the compiler ---- */
+
+#if defined(__x86_64__)
+__asm__(
+    ".text\n.globl tail_f\n.type tail_f,@function\ntail_f:\n  add $1, %edi\n  jmp tail_g\n"
+    ".size tail_f,.-tail_f\n.globl tail_g\n.type tail_g,@function\ntail_g:\n"
+    "  lea 1(%rdi), %eax\n  ret\n.size tail_g,.-tail_g\n");
+#elif defined(__aarch64__)
+__asm__(
+    ".text\n.globl tail_f\n.type tail_f,%function\ntail_f:\n  add w0, w0, #1\n  b tail_g\n"
+    ".size tail_f,.-tail_f\n.globl tail_g\n.type tail_g,%function\ntail_g:\n"
+    "  add w0, w0, #1\n  ret\n.size tail_g,.-tail_g\n");
+#else
+#error "tail_f: x86-64 or aarch64 only"
+#endif
+int tail_f(int x);
 
 /* ---- altstack ---- */
 
@@ -183,7 +203,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr,
             "usage: %s region_end_inside N | exec_deep D N | exec_regions K N | calls N | "
-            "recurse D N | longjmp D N | altstack N below|above\n",
+            "recurse D N | longjmp D N | tailcall N | altstack N below|above\n",
             argv[0]);
     return 2;
   }
@@ -223,6 +243,11 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 100; i++) leaf();
     printf("{\"mode\":\"%s\",\"depth\":%ld,\"rounds\":%ld,\"leaf_calls\":100}\n", mode, a,
            (long)rounds);
+  } else if (!strcmp(mode, "tailcall")) {
+    int x = 0;
+    for (long i = 0; i < a; i++) x = tail_f(x);
+    printf("{\"mode\":\"%s\",\"calls\":%ld,\"result\":%d}\n", mode, a, x);
+    if (x != 2 * a) return 1;
   } else if (!strcmp(mode, "calls")) {
     for (long i = 0; i < a; i++) leaf();
     printf("{\"mode\":\"%s\",\"calls\":%ld}\n", mode, a);
