@@ -1156,6 +1156,20 @@ def build_static_arm64(src, exe, flags=()):
     return exe
 
 
+def function_row(rep, name):
+    """The row of function NAME (its full name, or SYMBOL of a PATH:SYMBOL) in a pmcprof JSON
+    report, or None."""
+    for f in (rep or {}).get("functions", []):
+        if f.get("function") == name or f.get("function", "").endswith(":" + name):
+            return f
+    return None
+
+
+def event_of(row, event="instructions:u"):
+    """EVENT's figures in a function row ({} when absent)."""
+    return (row or {}).get("events", {}).get(event, {})
+
+
 def nearest_rank(values, q):
     """The nearest-rank q-quantile of VALUES (as pmcprof's percentiles rank calls)."""
     s = sorted(values)

@@ -149,13 +149,6 @@ def describe_insn(w):
 
 # ====================================================================== pmcprof's runs
 
-def function_row(rep, name):
-    for f in (rep or {}).get("functions", []):
-        if f.get("function") == name or f.get("function", "").endswith(":" + name):
-            return f
-    return None
-
-
 def collect_runs(C, files, runs):
     """{backend: [ {run, raw, bias, rows: {fn: (min, p50, max, calls)}} ]}: compensated figures
     (a --no-compensate run's minus its printed bias)."""
@@ -181,7 +174,7 @@ def collect_runs(C, files, runs):
                     f"{'not ' if raw else ''}subtracted", str(pb))
             run = {"run": i, "raw": raw, "bias": bias or 0, "rows": {}}
             for fn in FUNCS:
-                row = function_row(rep, fn)
+                row = guest.function_row(rep, fn)
                 ev = (row or {}).get("events", {}).get("instructions", {})
                 ok = C.check(row is not None and row.get("calls") == N + 1 and
                              isinstance(ev.get("min"), (int, float)),

@@ -127,19 +127,8 @@ def check_oracle(C, rep):
 
 # ====================================================================== pmcprof against it
 
-def row_of(rep, name):
-    for f in (rep or {}).get("functions", []):
-        if f.get("function", "").endswith(":" + name):
-            return f
-    return None
-
-
-def ins_of(row):
-    return (row or {}).get("events", {}).get("instructions:u", {})
-
-
 def describe(row):
-    e = ins_of(row)
+    e = guest.event_of(row)
     return (f"{row.get('calls')} calls (+{row.get('depth_overflow')} too deep), instructions:u "
             f"total {e.get('total')} mean {e.get('mean')} min {e.get('min')} max {e.get('max')} "
             f"p50 {e.get('p50')}")
@@ -148,7 +137,7 @@ def describe(row):
 def check_exact(C, step, row, oracle):
     """pmcprof reads exactly the oracle's calls and per-call instructions."""
     name = oracle["name"]
-    e = ins_of(row)
+    e = guest.event_of(row)
     per = [c for c, _ in oracle["per_call"]]
     want = (oracle["calls"], oracle["total"], oracle["total"] / oracle["calls"], oracle["min"],
             oracle["max"])
@@ -179,19 +168,19 @@ def check_pmcprof(C, files, fns):
     log(f"\n== pmcprof against the oracle (uprobe bias: {bias})")
     leaf, bleaf, outer, rec = (fns[n] for n in FUNCS)
 
-    row = row_of(reps["all"], "leaf_fn")
+    row = guest.function_row(reps["all"], "leaf_fn")
     if C.check(row is not None, "all: leaf_fn row"):
         check_exact(C, "all", row, leaf)
-    row = row_of(reps["outer"], "outer_fn")
+    row = guest.function_row(reps["outer"], "outer_fn")
     if C.check(row is not None, "outer: outer_fn row (probed alone)"):
         check_exact(C, "outer", row, outer)
 
     # branch_leaf_fn: a simulated first instruction; the bias pmcprof takes off assumes a
     # single-stepped one.
-    row = row_of(reps["all"], "branch_leaf_fn")
+    row = guest.function_row(reps["all"], "branch_leaf_fn")
     bias_error = None
     if C.check(row is not None, "all: branch_leaf_fn row"):
-        e = ins_of(row)
+        e = guest.event_of(row)
         log(f"  all branch_leaf_fn: pmcprof {describe(row)}; oracle {bleaf['calls']} calls of "
             f"{BRANCH_LEAF_INSNS}")
         C.check(row.get("calls") == bleaf["calls"], "all: branch_leaf_fn: the oracle's calls",
@@ -205,9 +194,9 @@ def check_pmcprof(C, files, fns):
                     "exact (a simulated first instruction is calibrated as such)", str(bias_error))
 
     # outer_fn with its callee probed too: a whole number of instructions per probed callee.
-    row = row_of(reps["all"], "outer_fn")
+    row = guest.function_row(reps["all"], "outer_fn")
     if C.check(row is not None, "all: outer_fn row (leaf_fn probed too)"):
-        e = ins_of(row)
+        e = guest.event_of(row)
         nested = sum(i % 4 for i in range(N))
         diff = (e.get("total") or 0) - outer["total"]
         per_callee = diff / nested
@@ -220,10 +209,10 @@ def check_pmcprof(C, files, fns):
                 "(their probes' cost taken off)", describe(row))
 
     # rec_fn: 16 frames per thread.
-    row = row_of(reps["all"], "rec_fn")
+    row = guest.function_row(reps["all"], "rec_fn")
     if not C.check(row is not None, "all: rec_fn row"):
         return
-    e = ins_of(row)
+    e = guest.event_of(row)
     calls, deep = row.get("calls", 0), row.get("depth_overflow", 0)
     log(f"  all rec_fn: pmcprof {describe(row)}; oracle {rec['calls']} calls, "
         f"{D + 1} nested per recursion")

@@ -114,17 +114,6 @@ def build(w, out_dir):
     return exe
 
 
-def row_of(rep, name):
-    for f in (rep or {}).get("functions", []):
-        if f.get("function", "").endswith(":" + name):
-            return f
-    return None
-
-
-def ins_of(row):
-    return (row or {}).get("events", {}).get("instructions:u", {})
-
-
 # ====================================================================== checks
 
 def check_oracle(C, w, orep):
@@ -153,7 +142,7 @@ def check_region(C, w, rep):
     if not C.check(row is not None, f"seed {w.seed}: pmcprof: the region's row"):
         return
     m = w.region
-    e = ins_of(row)
+    e = guest.event_of(row)
     vals = sorted(m["values"])
     got = {k: row.get(k) for k in ("calls", "open", "unmatched_exits", "not_counted")}
     log(f"  region: model {m['calls']} calls, {m['open']} open, {m['unmatched_exits']} ends "
@@ -190,10 +179,10 @@ def check_pmcprof(C, w, rep, rc, err):
     check_region(C, w, rep)
     for name in w.order:
         m = w.stats[name]
-        row = row_of(rep, name)
+        row = guest.function_row(rep, name)
         if not C.check(row is not None, f"seed {w.seed}: pmcprof: {name} row"):
             continue
-        e = ins_of(row)
+        e = guest.event_of(row)
         nc = row.get("not_counted", 0)
         got = {k: row.get(k) for k in ("calls", "depth_overflow", "abandoned", "unmatched_exits",
                                        "not_counted")}
