@@ -1189,6 +1189,17 @@ def arm64_test_args(doc, timeout, timeout_help):
     return ap
 
 
+def run_arm64_test(args, host_main, host_cc=True):
+    """An arm64 guest test's main: skipped (exit 77, the reason printed) unless qemu-system-aarch64
+    and the cross compilers are here (and the host's gcc, which builds the oracle plugin, when
+    HOST_CC); else host_test(host_main(args))."""
+    sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+    import pmcprof_testlib as t  # noqa: E402  (the requirements every test declares)
+    t.exit_unless("qemu:aarch64", "program:aarch64-linux-gnu-g++", "program:aarch64-linux-gnu-gcc",
+                  *(["program:gcc"] if host_cc else []))
+    return host_test(lambda: host_main(args))
+
+
 def run_under_oracle(checks, cache, script, timeout, plugin, out):
     """Boots the arm64 guest with the oracle PLUGIN (writing its report to OUT) to run SCRIPT,
     a shell script that leaves its workload's exit status in $PMCPROF_GUEST_OUT/run.rc.

@@ -38,9 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402
-import pmcprof_testlib as t  # noqa: E402  (the requirements every test declares)
 
 N = 20000
 TICKS = 40000       # two timer interrupts' kernel work: what a run's count moves by
@@ -196,10 +194,7 @@ def host_main(args):
 
 def main():
     ap = guest.arm64_test_args(__doc__, 600, "the guest's time limit (s)")
-    args = ap.parse_args()
-    # qemu's TCG; the cross compiler builds pmcprof and the workload.
-    t.exit_unless("qemu:aarch64", "program:aarch64-linux-gnu-g++", "program:aarch64-linux-gnu-gcc")
-    return guest.host_test(lambda: host_main(args))
+    return guest.run_arm64_test(ap.parse_args(), host_main, host_cc=False)
 
 
 if __name__ == "__main__":

@@ -73,9 +73,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402
-import pmcprof_testlib as t  # noqa: E402  (the requirements every test declares)
 
 N = 50                       # kfunc_workload N: N + 1 calls of each function
 SLEEP_US = 200
@@ -422,9 +420,7 @@ def main():
         # Generous: scripts/test runs the guests beside clang-tidy on 2 CPUs, where the boot
         # with the oracle (every kernel instruction instrumented) took over 216 s once.
         args.timeout = 400 + 100 * args.runs
-    t.exit_unless("qemu:aarch64", "program:aarch64-linux-gnu-g++",
-                  "program:aarch64-linux-gnu-gcc", "program:gcc")
-    return guest.host_test(lambda: host_main(args))
+    return guest.run_arm64_test(args, host_main)
 
 
 if __name__ == "__main__":

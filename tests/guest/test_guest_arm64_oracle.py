@@ -54,9 +54,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402
-import pmcprof_testlib as t  # noqa: E402  (the requirements every test declares)
 
 N, R, D = 1000, 10, 40            # oracle_workload run N R D
 LEAF_INSNS = 102                  # oracle_workload.c: mov, 50 x (subs, b.ne), ret
@@ -303,12 +301,7 @@ def host_main(args):
 
 def main():
     ap = guest.arm64_test_args(__doc__, 400, "seconds the two boots may run together")
-    args = ap.parse_args()
-    # qemu's TCG and its plugins; the cross compiler builds pmcprof and the static workload; the
-    # host's compiler builds the plugin.
-    t.exit_unless("qemu:aarch64", "program:aarch64-linux-gnu-g++",
-                  "program:aarch64-linux-gnu-gcc", "program:gcc")
-    return guest.host_test(lambda: host_main(args))
+    return guest.run_arm64_test(ap.parse_args(), host_main)
 
 
 if __name__ == "__main__":

@@ -72,10 +72,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402
 import random_workload  # noqa: E402
-import pmcprof_testlib as t  # noqa: E402  (the requirements every test declares)
 
 DEFAULT_SEEDS = 3
 REGION = "rw_region"
@@ -335,10 +333,7 @@ def host_main(args):
 
 def main():
     ap = guest.arm64_test_args(__doc__, 400, "seconds the boots may run")
-    args = ap.parse_args()
-    t.exit_unless("qemu:aarch64", "program:aarch64-linux-gnu-g++",
-                  "program:aarch64-linux-gnu-gcc", "program:gcc")
-    return guest.host_test(lambda: host_main(args))
+    return guest.run_arm64_test(ap.parse_args(), host_main)
 
 
 if __name__ == "__main__":
