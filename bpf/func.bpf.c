@@ -113,7 +113,7 @@ struct frame {
   __u32 entry_cpu;
   __u32 region;                       /* a region's start (else a call) */
   __u32 hidden;                       /* the thread's hidden switches at entry */
-  __u32 nested[PMCPROF_COST_CLASSES]; /* the thread's probed entries per cost class, at entry */
+  __u32 nested[PMCPROF_COST_CLASSES]; /* the thread's nested counts (halves of pairs), at entry */
   __u64 sp; /* stack pointer at entry (0: unknown): a later entry at or above it means this
                frame was left without a return (longjmp) */
   __u64 wall_start;
@@ -152,7 +152,7 @@ struct thread_state {
   __u32 off_cpu;     /* switched out with a call in flight, and not yet seen switched in */
   __u32 hidden;      /* switches the kernel did not report (a missed switch in or out) */
   __u32 folds;       /* segments folded into acc, ever: the pieces calls are measured in */
-  __u32 nested[PMCPROF_COST_CLASSES]; /* probed entries per cost class, ever */
+  __u32 nested[PMCPROF_COST_CLASSES]; /* probed entries per cost class, ever, in halves of pairs */
   __u32 gaps[PMCPROF_MAX_EVENTS];     /* per event: segments it did not run throughout */
   __u32 runs[PMCPROF_MAX_EVENTS];     /* per event: segments it ran in at all */
   __u64 seg_start_ns;
@@ -841,13 +841,15 @@ __attribute__((noinline)) int pop_abandoned(struct thread_state *t, __u32 tid, _
  * cost is subtracted from them (10 on arm64's exact PMU). */
 static __always_inline bool is_calibration(__u32 func_id) { return func_id >= calibration_id; }
 
-/* A probe pair of func_id's cost class fires: every call in flight (and every frame this
- * entry makes) sees it. */
-static __always_inline void count_nested(__u32 func_id, struct thread_state *t) {
+/* A probed call of func_id's cost class is entered: every call in flight (and every frame this
+ * entry makes) sees its probes' cost. Counted in halves of a pair: 2, or 1 for a call that
+ * fires its entry probe only (too deep for a return probe). */
+static __always_inline void count_nested(__u32 func_id, struct thread_state *t, __u32 halves) {
   /* Masked, not compared: Linux 6.1's verifier, after the calibration test on func_id, held
    * bounds for it with umin above umax and lost the pointer of a compared index. */
   const __u32 c = cost_class[func_id & (PMCPROF_COST_CLASS_SLOTS - 1)];
-  if (c >= 1 && c <= PMCPROF_COST_CLASSES) t->nested[(c - 1) & (PMCPROF_COST_CLASSES - 1)]++;
+  if (c >= 1 && c <= PMCPROF_COST_CLASSES)
+    t->nested[(c - 1) & (PMCPROF_COST_CLASSES - 1)] += halves;
 }
 
 /* The kernel's limit of nested uretprobe instances per task (MAX_URETPROBE_DEPTH). */
@@ -888,11 +890,13 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp, __u64 ra)
   acquire(t);
   absorb_missed_switch_in(t);
   pop_abandoned(t, tid, sp, ra, func_id);
-  count_nested(func_id, t);
   /* A user function whose return the kernel will not probe: past MAX_URETPROBE_DEPTH (64)
    * return instances in flight, the kernel omits the uretprobe, so no exit would come. Too
-   * deep, and no frame (an exit of an outer call must not be paired with it). */
-  if (sp && !(sp >> 63) && !region && uretprobes_full()) {
+   * deep, and no frame (an exit of an outer call must not be paired with it); the calls in
+   * flight see its entry probe only. */
+  const bool no_return = sp && !(sp >> 63) && !region && uretprobes_full();
+  count_nested(func_id, t, no_return ? 1 : 2);
+  if (no_return) {
     stat_inc(func_id, STAT_DEPTH_OVERFLOW);
     release(t);
     return 0;
@@ -1155,10 +1159,10 @@ __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 tid, __
 
 /* What the probed calls entered inside a call (n per cost class) added to its quantity `slot`. */
 static __always_inline __u64 nested_cost(const __u32 *n, __u32 slot) {
-  __u64 cost = 0;
+  __u64 cost = 0; /* calibrated per pair of probes; n counts halves of pairs */
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
     cost += (__u64)n[c] * enclosed[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
-  return cost;
+  return cost / 2;
 }
 
 /* ... and the spread of that (the noise floor grows with the probed calls inside). */
@@ -1166,7 +1170,7 @@ static __always_inline __u64 nested_noise(const __u32 *n, __u32 slot) {
   __u64 noise_sum = 0;
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
     noise_sum += (__u64)n[c] * enclosed_noise[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
-  return noise_sum;
+  return noise_sum / 2;
 }
 
 /* The call's per-event deltas, and which events ran through it (measured) or in part, less
@@ -1178,7 +1182,8 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   __u32 fid = rec->func_id;
   if (fid > PMCPROF_MAX_FUNCS) return 0;
   const bool comp = compensate && !is_calibration(fid);
-  /* Probed calls entered inside this one, per cost class (their probes' cost is in it). */
+  /* Probed calls entered inside this one, per cost class, in halves of a probe pair (their
+   * probes' cost is in it). */
   __u32 n[PMCPROF_COST_CLASSES];
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) n[c] = t->nested[c] - f->nested[c];
   if (comp) {
