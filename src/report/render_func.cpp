@@ -173,6 +173,10 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
       out << "   " << format_grouped(static_cast<double>(*f.open), 0)
           << (*f.open == 1 ? " start" : " starts") << " never ended (not measured)\n";
     if (!f.backend_note.empty()) out << "   (" << f.backend_note << ")\n";
+    if (f.probe_cost && f.probe_cost->calls > 0)
+      out << "   probes cost about " << format_duration(f.probe_cost->total_ns)
+          << " of CPU time in all, " << format_duration(f.probe_cost->per_call_ns)
+          << " a call (the calibrated cost of a probe pair to its caller)\n";
     // The label column fits the longest event name (model events such as
     // arm_ac57::INST_RETIRED:u are longer than the 20 columns that suit the rest).
     std::size_t label = 20;
@@ -395,6 +399,10 @@ ojson report_json(const FunctionReport& r, const char* type) {
     fj["read_errors"] = f.read_errors;
     if (f.open) fj["open"] = *f.open;
     if (!f.backend_note.empty()) fj["backend_note"] = f.backend_note;
+    if (f.probe_cost)
+      fj["probe_cost"] = {{"total_ns", number(std::round(f.probe_cost->total_ns))},
+                          {"per_call_ns", number(f.probe_cost->per_call_ns)},
+                          {"calls", number(f.probe_cost->calls)}};
     fj["wall_ns"] = number(f.wall.total);
     // All calls disturbed: on-CPU time was not measured, which is not 0.
     fj["oncpu_ns"] = f.oncpu.status == CounterStatus::ok ? number(f.oncpu.total) : ojson(nullptr);
@@ -482,6 +490,15 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     for (const auto& e : f.events) cell(e.per_call, e.event, e.unit, f);
     cell(f.wall, "wall-time", "ns", f);
     cell(f.oncpu, "on-cpu-time", "ns", f);
+    if (f.probe_cost) {  // an estimate: the calibrated cost per call times the calls
+      Distribution d;
+      d.status = CounterStatus::ok;
+      d.total = f.probe_cost->total_ns;
+      d.mean = f.probe_cost->per_call_ns;
+      d.percentiles = false;
+      d.estimated = true;
+      cell(d, "probe-cost", "ns", f);
+    }
     for (const auto& m : f.metrics) metric_row(m, f);
   }
 }

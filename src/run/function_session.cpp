@@ -428,11 +428,18 @@ struct FunctionSession::State {
       object.set_nested_cost(id, it->second, enclosed_values(b), b.enclosed_noise);
   }
 
-  // The noise floors of the bias subtracted from point `func_id`'s calls, on its row.
-  void set_noise_floors(FuncRow& row, std::uint32_t func_id) const {
+  // The noise floors of the bias subtracted from point `func_id`'s calls, and what its probes
+  // cost, on its row.
+  void set_bias_figures(FuncRow& row, std::uint32_t func_id) const {
     auto it = bias_of.find(func_id);
     if (it == bias_of.end()) return;
     const ProbeBias& b = biases[it->second];
+    FuncRow::ProbeCost cost;
+    cost.per_call_ns = static_cast<double>(b.nested_calibrated ? b.enclosed_oncpu_ns : b.oncpu_ns);
+    cost.calls = static_cast<double>(row.calls + row.abandoned) +
+                 0.5 * static_cast<double>(row.depth_overflow);
+    cost.total_ns = cost.per_call_ns * cost.calls;
+    row.probe_cost = cost;
     row.wall.noise_floor = static_cast<double>(b.wall_noise_ns);
     row.oncpu.noise_floor = static_cast<double>(b.oncpu_noise_ns);
     for (std::size_t k = 0; k < infos.size() && k < row.events.size(); ++k) {
@@ -525,7 +532,7 @@ struct FunctionSession::State {
       std::string value = by_value(key, cgroup_id);
       rows.push_back(make_func_row(p.label, backend, value, s, 0, infos, metrics.infos));
       FuncRow& row = rows.back();
-      set_noise_floors(row, p.func_id);
+      set_bias_figures(row, p.func_id);
       row.cgroup_id = cgroup_id;
       row.other = key.other;
       if (plan.by == Breakdown::args && !key.other) row.args = key_values(key.text);

@@ -199,9 +199,17 @@ class SafetyTest(unittest.TestCase):
         self.assertGreater(biases["uprobe"]["events"]["task-clock"], 0)
         self.assertTrue(biases["tracepoint"]["calibrated"])
         self.assertFalse(biases["tracepoint"]["subtracted"], "an upper bound: never subtracted")
+        # What the probes cost in all (issue 21): a probe pair's cost to its caller, per call
+        # entered.
+        row = t.func_row(s.json, ":tiny_function")
+        cost, pair = row["probe_cost"], biases["uprobe"]["nested"]["oncpu_ns"]
+        t.log(f"tiny_function: probes cost {cost}")
+        self.assertEqual((cost["per_call_ns"], cost["calls"]), (pair, row["calls"]))
+        self.assertAlmostEqual(cost["total_ns"], pair * row["calls"], delta=1)
         text = t.stat(["-e", "task-clock", "--func", f"{wl}:tiny_function"],
                       command=[wl, "tiny", "100"], fmt="text")
         self.assertIn("probe bias (uprobe", text.text)
+        self.assertIn("probes cost about ", text.text)
         # --no-compensate: stated, not subtracted; per-call values are larger by about the bias.
         raw = t.func_stat(["-e", "task-clock", "--no-compensate", "--func",
                            f"{wl}:tiny_function"], command=[wl, "tiny", "1000"])

@@ -1023,6 +1023,40 @@ TEST(FuncReportGolden, BothJson) {
 
 // ---- /metrics: a multiplexed event's histogram holds the calls it measured ----
 
+TEST(FuncReportProbeCost, EveryFormatSaysWhatTheProbesCost) {
+  // Issue 21: per function, the calibrated cost of a probe pair to its caller times the calls
+  // that fired the probes (one too deep for a return probe: half), as CPU time.
+  FuncStats s(2);
+  s.add(call(100, 90, {10, 100}));
+  FunctionReport r;
+  r.target = "t";
+  r.aggregation = "kernel";
+  r.functions.push_back(make_func_row("f", "uprobe", "", s, 0, kThreeEvents));
+  r.functions[0].probe_cost = FuncRow::ProbeCost{1500, 4.5, 6750};
+  const std::string text = render_func_text(r);
+  EXPECT_NE(text.find("probes cost about 6.75 us of CPU time in all, 1.50 us a call"),
+            std::string::npos)
+      << text;
+  const std::string csv = render_func_csv(r);
+  EXPECT_NE(csv.find("f,uprobe,,1,0,0,probe-cost,ns,6750,1500.00,,,,,,0,1,kernel,0\n"),
+            std::string::npos)
+      << csv;
+  const json j = json::parse(render_func_json(r));
+  EXPECT_EQ(j["functions"][0]["probe_cost"],
+            json({{"total_ns", 6750}, {"per_call_ns", 1500}, {"calls", 4.5}}));
+  PrometheusStatus status;
+  status.up = true;
+  status.mode = "function";
+  const std::string prom = render_prometheus(nullptr, &r, status);
+  EXPECT_NE(prom.find(R"(pmcprof_function_probe_cost_seconds_total{function="f"} 6.75e-06)"),
+            std::string::npos)
+      << prom;
+  // Not calibrated: nothing said, never a 0.
+  r.functions[0].probe_cost.reset();
+  EXPECT_EQ(render_func_text(r).find("probes cost"), std::string::npos);
+  EXPECT_FALSE(json::parse(render_func_json(r))["functions"][0].contains("probe_cost"));
+}
+
 TEST(FuncReportPrometheus, MeasuredCallsHistogramAndScaledTotal) {
   // Instructions measured 2 of 4 calls (100 and 300) and ran in part through the others
   // (5,000 and 7,000 scaled): the counter is the estimate over all calls (12,400), the

@@ -117,8 +117,17 @@ struct FuncRow {
   std::uint64_t not_aggregated = 0;  // kernel aggregation busy (preempted) or full
   std::uint64_t read_errors = 0;     // calls during which a counter read failed
   std::string backend_note;          // e.g. why fentry fell back to kprobes
-  Distribution wall;                 // ns
-  Distribution oncpu;                // ns
+  // What its probes cost the program in CPU time: the calibrated cost of one probe pair as seen
+  // by its caller (else its bias) times the calls that fired them (a call too deep for a return
+  // probe fires half). Absent when the backend was not calibrated.
+  struct ProbeCost {
+    double per_call_ns = 0;
+    double calls = 0;
+    double total_ns = 0;
+  };
+  std::optional<ProbeCost> probe_cost;
+  Distribution wall;   // ns
+  Distribution oncpu;  // ns
   Histogram wall_histogram;
   Histogram oncpu_histogram;
   std::vector<FuncEventRow> events;
