@@ -95,8 +95,11 @@ void CountingSessionBase::start() {
   if (plan_.verbose && !plan_.quiet)
     std::cerr << "pmcprof: counting " << base_.target << ": " << plan_.groups.size()
               << " event group(s)" << verbose_detail() << "\n";
-  enable();
+  // The elapsed time encloses the counting, as perf's does: taken before the counters are
+  // enabled and after they are disabled (the other way round, a loaded machine read more
+  // than 2.0 CPUs utilized on 2 CPUs).
   start_ns_ = previous_ns_ = monotonic_ns();
+  enable();
   // Counters are fresh: every interval is measured from zero, not from a first read (which
   // would miss what a workload did between its exec and that read).
   previous_ = read();
@@ -132,6 +135,7 @@ LiveReport CountingSessionBase::live() {
 
 void CountingSessionBase::stop() {
   disable();
+  stopped_ns_ = monotonic_ns();
 }
 
 void CountingSessionBase::finish(const RunEnd& end) {
@@ -139,7 +143,7 @@ void CountingSessionBase::finish(const RunEnd& end) {
   // workload is reaped, when its counts are final): the intervals then add up to the total.
   // (Not after --interval-count's last tick, which ended the run: it printed all it should.)
   if (plan_.interval_ms && end.why != StopReason::interval_count) interval();
-  final_ = report_of(read(), end.end_ns - end.start_ns);
+  final_ = report_of(read(), (stopped_ns_ ? stopped_ns_ : end.end_ns) - start_ns_);
   final_.interrupted = end.interrupted();
   final_.exit_status = end.exit_status;
   // perf shows the command's own CPU times when it counted the command (not -a, -C, -p, -t).

@@ -62,7 +62,8 @@ class CountingSessionBase : public Session {
  private:
   CountingReport report_of(const Snapshot& counts, std::uint64_t elapsed_ns) const;
   ReportRenderer* intervals_;
-  std::uint64_t start_ns_ = 0;
+  std::uint64_t start_ns_ = 0;    // before the counters were enabled
+  std::uint64_t stopped_ns_ = 0;  // after they were disabled
   std::uint64_t previous_ns_ = 0;
   Snapshot previous_;
   CountingReport final_;
