@@ -194,7 +194,7 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
       x.add("pmcprof_function_probe_cost_seconds_total", "counter",
             "CPU time the function's probes cost the program: the calibrated cost of a probe "
             "pair to its caller times the calls (an estimate).",
-            fl, f.probe_cost->total_ns / 1e9);
+            fl, f.probe_cost->total_ns() / 1e9);
     const std::pair<const char*, std::uint64_t> unmeasured[] = {
         {"too_deep", f.depth_overflow},      {"unmatched_return", f.unmatched_exits},
         {"abandoned", f.abandoned},          {"reentered", f.reentered},

@@ -174,7 +174,7 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
           << (*f.open == 1 ? " start" : " starts") << " never ended (not measured)\n";
     if (!f.backend_note.empty()) out << "   (" << f.backend_note << ")\n";
     if (f.probe_cost && f.probe_cost->calls > 0)
-      out << "   probes cost about " << format_duration(f.probe_cost->total_ns)
+      out << "   probes cost about " << format_duration(f.probe_cost->total_ns())
           << " of CPU time in all, " << format_duration(f.probe_cost->per_call_ns)
           << " a call (the calibrated cost of a probe pair to its caller)\n";
     // The label column fits the longest event name (model events such as
@@ -400,7 +400,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
     if (f.open) fj["open"] = *f.open;
     if (!f.backend_note.empty()) fj["backend_note"] = f.backend_note;
     if (f.probe_cost)
-      fj["probe_cost"] = {{"total_ns", number(std::round(f.probe_cost->total_ns))},
+      fj["probe_cost"] = {{"total_ns", number(std::round(f.probe_cost->total_ns()))},
                           {"per_call_ns", number(f.probe_cost->per_call_ns)},
                           {"calls", number(f.probe_cost->calls)}};
     fj["wall_ns"] = number(f.wall.total);
@@ -493,7 +493,7 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     if (f.probe_cost) {  // an estimate: the calibrated cost per call times the calls
       Distribution d;
       d.status = CounterStatus::ok;
-      d.total = f.probe_cost->total_ns;
+      d.total = f.probe_cost->total_ns();
       d.mean = f.probe_cost->per_call_ns;
       d.percentiles = false;
       d.estimated = true;

@@ -438,7 +438,6 @@ struct FunctionSession::State {
     cost.per_call_ns = static_cast<double>(b.nested_calibrated ? b.enclosed_oncpu_ns : b.oncpu_ns);
     cost.calls = static_cast<double>(row.calls + row.abandoned) +
                  0.5 * static_cast<double>(row.depth_overflow);
-    cost.total_ns = cost.per_call_ns * cost.calls;
     row.probe_cost = cost;
     row.wall.noise_floor = static_cast<double>(b.wall_noise_ns);
     row.oncpu.noise_floor = static_cast<double>(b.oncpu_noise_ns);

@@ -123,7 +123,7 @@ struct FuncRow {
   struct ProbeCost {
     double per_call_ns = 0;
     double calls = 0;
-    double total_ns = 0;
+    double total_ns() const { return per_call_ns * calls; }
   };
   std::optional<ProbeCost> probe_cost;
   Distribution wall;   // ns

@@ -33,7 +33,7 @@ struct FuncScalars {
   std::array<std::uint64_t, kMaxBpfEvents> sum{};       // over those calls
   std::array<std::uint64_t, kMaxBpfEvents> min_inv{};
   std::array<std::uint64_t, kMaxBpfEvents> max{};
-  std::array<std::uint64_t, kMaxBpfEvents> partial{};     // long calls it ran in, in part
+  std::array<std::uint64_t, kMaxBpfEvents> partial{};     // calls it ran in, in part
   std::array<std::uint64_t, kMaxBpfEvents> scaled_sum{};  // their scaled deltas
   // Calls not measured exactly, per stratum of on-CPU time (bpf/pmcprof.h, pmcprof_agg):
   std::array<std::uint64_t, kMaxBpfEvents> short_measured{};       // measured short calls
