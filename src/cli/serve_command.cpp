@@ -4,8 +4,14 @@
 // Two sides that never wait for each other: the measurement thread (this one: the run loop,
 // the counters, the per-call stream) and the serving threads (libmicrohttpd's). A scrape asks
 // the measurement thread for the totals through a LiveFeed and renders them itself.
+#include <pthread.h>
+#include <signal.h>
+
 #include <atomic>
+#include <ctime>
 #include <iostream>
+#include <stop_token>
+#include <thread>
 #include <variant>
 
 #include "pmcprof/cli/stat_options.hpp"
@@ -91,6 +97,39 @@ class Pages {
   std::atomic<std::uint64_t> scrapes_{0};
 };
 
+// SIGHUP re-reads the web config (as every Prometheus exporter's reload does) and never ends
+// serve. It stays blocked in every thread (blocked here before any thread is started, and
+// inherited) and is taken by this thread alone with sigtimedwait; the run loop's signalfd
+// takes only SIGINT and SIGTERM.
+class ReloadOnHangup {
+ public:
+  // Blocks SIGHUP in the calling thread, and so in every thread it starts from here on.
+  static void block() {
+    sigset_t hup;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &hup, nullptr) != 0)
+      throw SystemError("pthread_sigmask(SIGHUP) failed");
+  }
+
+  explicit ReloadOnHangup(HttpServer& server)
+      : server_(server), thread_([this](std::stop_token stop) { run(stop); }) {}
+
+ private:
+  void run(std::stop_token stop) {
+    sigset_t hup;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    // Woken every 200 ms to see whether serve is stopping (no signal to wake it with).
+    const timespec tick{0, 200 * 1000 * 1000};
+    while (!stop.stop_requested()) {
+      if (sigtimedwait(&hup, nullptr, &tick) == SIGHUP) server_.reload("SIGHUP");
+    }
+  }
+  HttpServer& server_;
+  std::jthread thread_;
+};
+
 void validate_serve(const ServeOptions& opts) {
   const StatOptions& s = opts.stat;
   if (!s.command.empty())
@@ -105,6 +144,7 @@ void validate_serve(const ServeOptions& opts) {
 
 int run_serve_command(const ServeOptions& opts) {
   validate_serve(opts);
+  ReloadOnHangup::block();
   const ListenAddress address = parse_listen_address(opts.listen);
   const WebConfig web =
       opts.web_config_file.empty() ? WebConfig{} : load_web_config(opts.web_config_file);
@@ -123,6 +163,7 @@ int run_serve_command(const ServeOptions& opts) {
   HttpServer server(
       address, web, [&](const HttpRequest& req) { return pages.handle(req); }, limits,
       stat.verbose);
+  ReloadOnHangup reloader(server);
   // However the run ends (an error too), requests waiting for the feed are released before
   // the server stops and joins its threads.
   struct FeedCloser {

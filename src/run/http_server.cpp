@@ -3,19 +3,30 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <iostream>
+#include <map>
+#include <set>
+#include <stop_token>
+#include <thread>
 
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -68,8 +79,6 @@ struct ResponseDeleter {
   void operator()(MHD_Response* r) const { MHD_destroy_response(r); }
 };
 using ResponsePtr = std::unique_ptr<MHD_Response, ResponseDeleter>;
-
-int kRequestSeen;  // the address marks a request whose headers were seen (con_cls)
 
 }  // namespace
 
@@ -148,6 +157,332 @@ std::string gzip_compress(std::string_view data) {
   return out;
 }
 
+// What a reload compares: a file replaced, rewritten or touched changes one of these.
+struct HttpServer::FileStamp {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+std::vector<HttpServer::FileStamp> HttpServer::stamps_of(const std::vector<std::string>& files) {
+  std::vector<HttpServer::FileStamp> out;
+  for (const auto& f : files) {
+    struct stat st {};
+    HttpServer::FileStamp stamp;
+    if (::stat(f.c_str(), &st) == 0) {
+      stamp =
+          HttpServer::FileStamp{true,
+                                st.st_dev,
+                                st.st_ino,
+                                st.st_size,
+                                std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+                                std::int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec};
+    }
+    out.push_back(stamp);
+  }
+  return out;
+}
+
+namespace {
+
+std::string client_address(MHD_Connection* c) {
+  const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (!info || !info->client_addr) return "?";
+  char buf[INET6_ADDRSTRLEN] = "?";
+  const sockaddr* sa = info->client_addr;
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof(buf));
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof(buf));
+  return buf;
+}
+
+void log_line(const std::string& line) {
+  std::cerr << "pmcprof: " + line + "\n" << std::flush;
+}
+
+}  // namespace
+
+// One loaded web config. Connections and requests hold it (shared) for their lifetime, so a
+// reload never frees credentials a TLS session still uses.
+struct HttpServer::State {
+  WebConfig web;
+  BasicAuth auth;
+  gnutls_certificate_credentials_t cred = nullptr;
+  gnutls_priority_t priority = nullptr;
+
+  explicit State(WebConfig w) : web(std::move(w)), auth(web.basic_auth_users) {
+    if (!web.tls) return;
+    const TlsServerConfig& tls = *web.tls;
+    if (gnutls_certificate_allocate_credentials(&cred) != GNUTLS_E_SUCCESS)
+      throw SystemError("gnutls_certificate_allocate_credentials failed");
+    auto datum = [](const std::string& text) {
+      return gnutls_datum_t{reinterpret_cast<unsigned char*>(const_cast<char*>(text.data())),
+                            static_cast<unsigned>(text.size())};
+    };
+    const gnutls_datum_t cert = datum(tls.cert_pem), key = datum(tls.key_pem);
+    int rc =
+        gnutls_certificate_set_x509_key_mem2(cred, &cert, &key, GNUTLS_X509_FMT_PEM, nullptr, 0);
+    if (rc < 0) throw SystemError(std::string("loading the key pair: ") + gnutls_strerror(rc));
+    if (!tls.client_ca_pem.empty()) {
+      const gnutls_datum_t ca = datum(tls.client_ca_pem);
+      rc = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
+      if (rc <= 0) throw SystemError("loading client_ca_file: no certificate");
+    }
+    const std::string priorities = tls.gnutls_priorities();
+    rc = gnutls_priority_init(&priority, priorities.c_str(), nullptr);
+    if (rc < 0) throw SystemError("GnuTLS refuses " + priorities + ": " + gnutls_strerror(rc));
+  }
+  ~State() {
+    if (priority) gnutls_priority_deinit(priority);
+    if (cred) gnutls_certificate_free_credentials(cred);
+  }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+};
+
+// A connection (libmicrohttpd's socket context): its config, and the deadline of its head.
+struct HttpServer::Conn {
+  std::shared_ptr<State> state;
+  gnutls_session_t session = nullptr;
+  int fd = -1;
+  std::string address;
+  std::chrono::steady_clock::time_point waiting_since;  // for a request's head
+  bool head_seen = false;
+  bool cut = false;  // shut down by the reaper
+};
+
+// A request (libmicrohttpd's con_cls): its verdict, reached on a serving thread or, for a
+// password that must be checked, on an auth thread while the connection is suspended.
+struct HttpServer::Request {
+  enum class Verdict { pending, allow, deny, busy, limited };
+  std::shared_ptr<State> state;
+  std::atomic<Verdict> verdict{Verdict::pending};
+  bool suspended = false;
+  bool waited = false;  // one call passed since the verdict (see Callbacks::access)
+};
+
+// Cuts connections whose request head is not whole by the deadline. Connections are
+// registered by the serving threads (started, a head seen, an answer queued, closed); the
+// reaper shuts a late one's socket down, so that its own serving thread sees the end and closes
+// it. The registry's lock is held from the look-up to the shutdown, and a connection leaves the
+// registry (under the same lock) before libmicrohttpd closes its descriptor: never another's.
+class HttpServer::Reaper {
+ public:
+  explicit Reaper(std::chrono::seconds deadline)
+      : deadline_(deadline), thread_([this](std::stop_token stop) { run(stop); }) {}
+  ~Reaper() {
+    thread_.request_stop();
+    cv_.notify_all();
+  }
+  void add(Conn* c) {
+    std::lock_guard lock(mu_);
+    conns_.insert(c);
+  }
+  void remove(Conn* c) {
+    std::lock_guard lock(mu_);
+    conns_.erase(c);
+  }
+  void head_seen(Conn* c, bool seen) {
+    std::lock_guard lock(mu_);
+    c->head_seen = seen;
+    if (!seen) c->waiting_since = std::chrono::steady_clock::now();
+  }
+  std::uint64_t cut() const { return cut_.load(); }
+
+ private:
+  void run(std::stop_token stop) {
+    std::unique_lock lock(mu_);
+    while (!stop.stop_requested()) {
+      cv_.wait_for(lock, std::chrono::milliseconds(250));
+      const auto now = std::chrono::steady_clock::now();
+      for (Conn* c : conns_) {
+        if (c->head_seen || c->cut || now - c->waiting_since < deadline_) continue;
+        c->cut = true;
+        if (c->fd >= 0 && ::shutdown(c->fd, SHUT_RDWR) == 0) ++cut_;
+      }
+    }
+  }
+  std::chrono::seconds deadline_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<Conn*> conns_;
+  std::atomic<std::uint64_t> cut_{0};
+  std::jthread thread_;  // last: started once the rest is built, joined first
+};
+
+// Password checks off the serving threads: a bounded queue, a few threads at a lower CPU
+// priority, a bound per client address and a budget of failures per client address. A check's
+// connection is suspended meanwhile and resumed with the verdict.
+class HttpServer::AuthPool {
+ public:
+  enum class Admit { queued, busy, limited };
+  struct Job {
+    MHD_Connection* connection;
+    Request* request;
+    std::string user, password, address;
+  };
+
+  explicit AuthPool(const HttpLimits& limits) : limits_(limits) {
+    for (unsigned i = 0; i < std::max(1u, limits_.auth_threads); ++i)
+      threads_.emplace_back([this] { work(); });
+  }
+  ~AuthPool() { stop(); }
+
+  // Before libmicrohttpd stops: every waiting check is answered (denied, unchecked) and its
+  // connection resumed, since libmicrohttpd must not stop with a connection suspended.
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    for (auto& job : queue_) finish(job, Request::Verdict::deny);
+    queue_.clear();
+  }
+
+  // Whether the address may have an uncached password checked now; `queued` means the job
+  // was taken and the caller must suspend the connection.
+  Admit submit(Job job) {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queue_.size() >= limits_.auth_queue) return Admit::busy;
+    Budget& b = budget(job.address);
+    if (b.tokens < 1) return Admit::limited;
+    if (b.in_flight >= limits_.auth_per_address) return Admit::limited;
+    ++b.in_flight;
+    // Suspended before a thread can take it: the caller suspends right after this returns,
+    // still under the serving thread, and libmicrohttpd allows a resume that comes first.
+    queue_.push_back(std::move(job));
+    cv_.notify_one();
+    return Admit::queued;
+  }
+
+  // Whether the address has failed checks to spare (an uncached check may be tried).
+  bool has_budget(const std::string& address) {
+    std::lock_guard lock(mu_);
+    return budget(address).tokens >= 1;
+  }
+
+ private:
+  struct Budget {
+    double tokens;
+    std::chrono::steady_clock::time_point refilled;
+    unsigned in_flight = 0;
+  };
+
+  // The address's budget, refilled for the time passed (a token bucket). Called under mu_.
+  Budget& budget(const std::string& address) {
+    const auto now = std::chrono::steady_clock::now();
+    const double cap = limits_.auth_failures;
+    auto it = budgets_.find(address);
+    if (it == budgets_.end()) {
+      if (budgets_.size() >= 4096) prune(now);
+      it = budgets_.emplace(address, Budget{cap, now}).first;
+    }
+    Budget& b = it->second;
+    const double elapsed = std::chrono::duration<double>(now - b.refilled).count();
+    b.tokens = std::min(cap, b.tokens + elapsed / limits_.auth_refill_s);
+    b.refilled = now;
+    return b;
+  }
+
+  // Bounded memory: addresses whose budget is whole again and that have nothing waiting
+  // are forgotten (they would start whole anyway).
+  void prune(std::chrono::steady_clock::time_point now) {
+    for (auto it = budgets_.begin(); it != budgets_.end();) {
+      const double elapsed = std::chrono::duration<double>(now - it->second.refilled).count();
+      const bool whole =
+          it->second.tokens + elapsed / limits_.auth_refill_s >= limits_.auth_failures;
+      it = whole && it->second.in_flight == 0 ? budgets_.erase(it) : std::next(it);
+    }
+  }
+
+  void finish(Job& job, Request::Verdict verdict) {
+    std::fill(job.password.begin(), job.password.end(), '\0');
+    job.request->verdict = verdict;
+    MHD_resume_connection(job.connection);
+  }
+
+  void work() {
+    // bcrypt is CPU-bound on purpose: below the serving and measurement threads' priority, so
+    // a flood of checks takes idle CPU, not theirs.
+    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10) != 0) {
+      // Not fatal: checks then compete as equals, still bounded in number.
+    }
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      const bool ok = job.request->state->auth.verify(job.user, job.password);
+      lock.lock();
+      Budget& b = budget(job.address);
+      --b.in_flight;
+      if (!ok) b.tokens = std::max(0.0, b.tokens - 1);
+      lock.unlock();
+      finish(job, ok ? Request::Verdict::allow : Request::Verdict::deny);
+      lock.lock();
+    }
+  }
+
+  HttpLimits limits_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  std::map<std::string, Budget> budgets_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+namespace {
+
+// The TLS session -> its connection, for GnuTLS's callbacks (which carry no user pointer).
+std::mutex g_sessions_mu;
+std::map<gnutls_session_t, std::shared_ptr<const TlsServerConfig>> g_sessions;
+
+std::shared_ptr<const TlsServerConfig> tls_of(gnutls_session_t session) {
+  std::lock_guard lock(g_sessions_mu);
+  auto it = g_sessions.find(session);
+  return it == g_sessions.end() ? nullptr : it->second;
+}
+
+// The subject alternative names of a DER certificate, as text (DNS, e-mail, URI, IP).
+std::vector<std::string> subject_alt_names(const gnutls_datum_t& der) {
+  std::vector<std::string> out;
+  gnutls_x509_crt_t crt = nullptr;
+  if (gnutls_x509_crt_init(&crt) < 0) return out;
+  std::unique_ptr<gnutls_x509_crt_int, void (*)(gnutls_x509_crt_t)> guard(crt,
+                                                                          gnutls_x509_crt_deinit);
+  if (gnutls_x509_crt_import(crt, &der, GNUTLS_X509_FMT_DER) < 0) return out;
+  for (unsigned i = 0;; ++i) {
+    char buf[1024];
+    size_t size = sizeof(buf);
+    unsigned critical = 0;
+    const int type = gnutls_x509_crt_get_subject_alt_name(crt, i, buf, &size, &critical);
+    if (type == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE) break;
+    if (type < 0) continue;  // too long or unreadable: no match from it
+    if (type == GNUTLS_SAN_IPADDRESS) {
+      char ip[INET6_ADDRSTRLEN];
+      if ((size == 4 && inet_ntop(AF_INET, buf, ip, sizeof(ip))) ||
+          (size == 16 && inet_ntop(AF_INET6, buf, ip, sizeof(ip))))
+        out.emplace_back(ip);
+    } else if (type == GNUTLS_SAN_DNSNAME || type == GNUTLS_SAN_RFC822NAME ||
+               type == GNUTLS_SAN_URI) {
+      out.emplace_back(buf, size);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 // libmicrohttpd calls these on its threads; `cls` is the HttpServer.
 struct HttpServer::Callbacks {
   // An unsent body: freed by libmicrohttpd once the response is sent or the client is gone.
@@ -162,8 +497,9 @@ struct HttpServer::Callbacks {
     delete body;
   }
 
-  static MHD_Result queue(HttpServer& self, MHD_Connection* c, int status, const std::string& type,
-                          std::string data, bool gzip, bool unauthorized = false) {
+  static MHD_Result queue(HttpServer& self, const State& st, MHD_Connection* c, int status,
+                          const std::string& type, std::string data, bool gzip,
+                          bool unauthorized = false) {
     bool compressed = false;
     if (gzip && data.size() >= 1024) {
       data = gzip_compress(data);
@@ -174,7 +510,7 @@ struct HttpServer::Callbacks {
     if (self.bytes_in_flight_.fetch_add(size) + size > self.limits_.max_bytes_in_flight &&
         status == 200) {
       self.bytes_in_flight_ -= size;
-      return queue(self, c, 503, "text/plain; charset=utf-8",
+      return queue(self, st, c, 503, "text/plain; charset=utf-8",
                    "too many responses still being sent; try again\n", false);
     }
     auto* body = new Body{&self, std::move(data)};
@@ -188,61 +524,189 @@ struct HttpServer::Callbacks {
     MHD_add_response_header(r.get(), MHD_HTTP_HEADER_VARY, "Accept-Encoding");
     if (compressed) MHD_add_response_header(r.get(), MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
     if (status == 405) MHD_add_response_header(r.get(), MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-    for (const auto& [name, value] : self.web_.headers)
+    if (status == 429 || status == 503)
+      MHD_add_response_header(r.get(), MHD_HTTP_HEADER_RETRY_AFTER, "10");
+    for (const auto& [name, value] : st.web.headers)
       MHD_add_response_header(r.get(), name.c_str(), value.c_str());
     if (unauthorized) return MHD_queue_basic_auth_fail_response(c, "pmcprof", r.get());
     return MHD_queue_response(c, static_cast<unsigned>(status), r.get());
   }
 
+  static Conn* conn_of(MHD_Connection* c) {
+    const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? static_cast<Conn*>(info->socket_context) : nullptr;
+  }
+
+  // The first call for a request comes when its head is whole: its verdict comes from the head
+  // alone. A password not in the cache is checked on an auth thread meanwhile, the connection
+  // suspended; the call after the resume has the verdict. A request with a body is answered
+  // then, before any of the body is read (libmicrohttpd then discards it and closes the
+  // connection); one without is answered on the next call, libmicrohttpd's "request
+  // complete" one, where an answer keeps the connection alive.
   static MHD_Result access(void* cls, MHD_Connection* c, const char* url, const char* method,
                            const char* /*version*/, const char* /*upload_data*/,
                            size_t* upload_data_size, void** con_cls) {
     auto& self = *static_cast<HttpServer*>(cls);
-    if (*con_cls == nullptr) {
-      *con_cls = &kRequestSeen;  // the headers are in; answer on the next call
-      return MHD_YES;
+    auto* req = static_cast<Request*>(*con_cls);
+    if (req == nullptr) {
+      if (Conn* conn = conn_of(c); conn && self.reaper_) self.reaper_->head_seen(conn, true);
+      self.reload_if_changed();
+      req = new Request;
+      *con_cls = req;
+      req->state = self.state();
+      decide(self, c, *req);
+      if (req->suspended) return MHD_YES;
     }
-    if (*upload_data_size != 0) {  // a request body: nothing here takes one
+    if (req->verdict == Request::Verdict::pending) {  // not expected: nothing answers twice
       *upload_data_size = 0;
       return MHD_YES;
+    }
+    if (!req->waited && !has_body(c)) {
+      req->waited = true;
+      return MHD_YES;
+    }
+    *upload_data_size = 0;
+    const State& st = *req->state;
+    switch (req->verdict.load()) {
+      case Request::Verdict::deny:
+        return queue(self, st, c, 401, "text/plain; charset=utf-8", "Unauthorized\n", false, true);
+      case Request::Verdict::busy:
+        return queue(self, st, c, 503, "text/plain; charset=utf-8",
+                     "too many password checks waiting; try again\n", false);
+      case Request::Verdict::limited:
+        return queue(self, st, c, 429, "text/plain; charset=utf-8",
+                     "too many failed or waiting password checks from this address; try "
+                     "again later\n",
+                     false);
+      case Request::Verdict::pending:
+      case Request::Verdict::allow:
+        break;
     }
     const char* ae =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
     const bool gzip = ae && accepts_gzip(ae);
-    if (self.auth_.enabled()) {
-      char* password = nullptr;
-      char* user = MHD_basic_auth_get_username_password(c, &password);
-      const bool ok = user && password && self.auth_.check(user, password);
-      if (user) MHD_free(user);
-      if (password) {
-        std::memset(password, 0, std::strlen(password));
-        MHD_free(password);
-      }
-      if (!ok)
-        return queue(self, c, 401, "text/plain; charset=utf-8", "Unauthorized\n", false, true);
-    }
     const std::string m = method;
     if (m != "GET" && m != "HEAD")
-      return queue(self, c, 405, "text/plain; charset=utf-8", "only GET and HEAD\n", false);
+      return queue(self, st, c, 405, "text/plain; charset=utf-8", "only GET and HEAD\n", false);
     HttpResponse resp;
     try {
       resp = self.handler_(HttpRequest{m, url});
     } catch (const std::exception& e) {
       resp = HttpResponse{500, "text/plain; charset=utf-8", std::string(e.what()) + "\n"};
     }
-    return queue(self, c, resp.status, resp.content_type, std::move(resp.body), gzip);
+    return queue(self, st, c, resp.status, resp.content_type, std::move(resp.body), gzip);
   }
 
-  // A new connection, before its TLS handshake: client certificates as the web config says.
-  // (libmicrohttpd itself only asks for one, and only when a client CA is given.)
-  static void notify(void* cls, MHD_Connection* c, void** /*socket_context*/,
+  static bool has_body(MHD_Connection* c) {
+    const char* length =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+           (length && std::strspn(length, " 0") != std::strlen(length));
+  }
+
+  // The verdict from the cache, the budget, or (suspending the connection) an auth thread.
+  static void decide(HttpServer& self, MHD_Connection* c, Request& req) {
+    if (!req.state->auth.enabled()) {
+      req.verdict = Request::Verdict::allow;
+      return;
+    }
+    char* password = nullptr;
+    char* user = MHD_basic_auth_get_username_password(c, &password);
+    std::string u = user ? user : "", p = password ? password : "";
+    const bool given = user && password;
+    if (user) MHD_free(user);
+    if (password) {
+      std::memset(password, 0, std::strlen(password));
+      MHD_free(password);
+    }
+    if (!given) {
+      req.verdict = Request::Verdict::deny;
+      return;
+    }
+    switch (req.state->auth.cached(u, p)) {
+      case BasicAuth::Verdict::allow:
+        req.verdict = Request::Verdict::allow;
+        break;
+      case BasicAuth::Verdict::deny:
+        req.verdict = Request::Verdict::deny;
+        break;
+      case BasicAuth::Verdict::unknown: {
+        // Suspended before the job is queued: libmicrohttpd must see the suspension before
+        // an auth thread can resume it.
+        MHD_suspend_connection(c);
+        req.suspended = true;
+        const auto admit = self.auth_pool_->submit(
+            AuthPool::Job{c, &req, std::move(u), std::move(p), client_address(c)});
+        if (admit != AuthPool::Admit::queued) {
+          req.verdict =
+              admit == AuthPool::Admit::busy ? Request::Verdict::busy : Request::Verdict::limited;
+          req.suspended = false;
+          MHD_resume_connection(c);
+        }
+        break;
+      }
+    }
+    std::fill(p.begin(), p.end(), '\0');
+  }
+
+  // A request done (answered, or its client gone): its state is freed and the connection
+  // waits, under the head deadline, for the next request.
+  static void completed(void* cls, MHD_Connection* c, void** con_cls,
+                        enum MHD_RequestTerminationCode /*toe*/) {
+    auto& self = *static_cast<HttpServer*>(cls);
+    delete static_cast<Request*>(*con_cls);
+    *con_cls = nullptr;
+    if (Conn* conn = conn_of(c); conn && self.reaper_) self.reaper_->head_seen(conn, false);
+  }
+
+  // A new connection (before its TLS handshake) and a closed one.
+  static void notify(void* cls, MHD_Connection* c, void** socket_context,
                      enum MHD_ConnectionNotificationCode code) {
     auto& self = *static_cast<HttpServer*>(cls);
-    if (code != MHD_CONNECTION_NOTIFY_STARTED || !self.web_.tls) return;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+      auto* conn = static_cast<Conn*>(*socket_context);
+      if (!conn) return;
+      if (self.reaper_) self.reaper_->remove(conn);
+      if (conn->session) {
+        std::lock_guard lock(g_sessions_mu);
+        g_sessions.erase(conn->session);
+      }
+      delete conn;
+      *socket_context = nullptr;
+      return;
+    }
+    if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
+    self.reload_if_changed();
+    auto conn = std::make_unique<Conn>();
+    conn->state = self.state();
+    conn->waiting_since = std::chrono::steady_clock::now();
+    if (const auto* fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD))
+      conn->fd = fd->connect_fd;
+    if (self.tls_) start_tls(c, *conn);
+    if (self.reaper_) self.reaper_->add(conn.get());
+    *socket_context = conn.release();
+  }
+
+  // The session takes the current config's credentials, priorities and client certificate
+  // rules (a reload changes them for the next handshake).
+  static void start_tls(MHD_Connection* c, Conn& conn) {
     const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!info || !info->tls_session) return;
+    if (!info || !info->tls_session || !conn.state->web.tls) return;
     auto session = static_cast<gnutls_session_t>(info->tls_session);
-    switch (self.web_.tls->client_auth) {
+    conn.session = session;
+    const State& st = *conn.state;
+    // Aliasing: the TLS settings live as long as the state that holds them.
+    std::shared_ptr<const TlsServerConfig> tls(conn.state, &*st.web.tls);
+    {
+      std::lock_guard lock(g_sessions_mu);
+      g_sessions[session] = tls;
+    }
+    if (gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, st.cred) < 0 ||
+        gnutls_priority_set(session, st.priority) < 0) {
+      // The session keeps the credentials it was started with: the handshake fails or
+      // uses the first config's certificate; nothing is served without the rules below.
+    }
+    switch (tls->client_auth) {
       case ClientAuth::no_client_cert:
         gnutls_certificate_server_set_request(session, GNUTLS_CERT_IGNORE);
         break;
@@ -261,16 +725,51 @@ struct HttpServer::Callbacks {
         gnutls_session_set_verify_function(session, &verify_peer);
         break;
     }
+    if (!tls->cipher_suites.empty())
+      gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_FINISHED, GNUTLS_HOOK_PRE,
+                                         &check_suite);
   }
 
   // During the handshake: a client certificate, when one is sent, must chain to
-  // client_ca_file (and be valid now); non-zero fails the handshake.
+  // client_ca_file, be valid now, be meant for TLS clients (extended key usage clientAuth,
+  // when it names any usage: a server-only certificate from the same CA is no login), and
+  // carry one of client_allowed_sans when those are given. Non-zero fails the handshake.
   static int verify_peer(gnutls_session_t session) {
     unsigned int n = 0;
-    if (!gnutls_certificate_get_peers(session, &n) || n == 0) return 0;  // none: REQUIRE decides
+    const gnutls_datum_t* certs = gnutls_certificate_get_peers(session, &n);
+    if (!certs || n == 0) return 0;  // none: REQUIRE decides
+    const auto tls = tls_of(session);
+    if (!tls) return -1;
+    gnutls_typed_vdata_st purpose{};
+    purpose.type = GNUTLS_DT_KEY_PURPOSE_OID;
+    purpose.data = reinterpret_cast<unsigned char*>(const_cast<char*>(GNUTLS_KP_TLS_WWW_CLIENT));
     unsigned int status = 0;
-    if (gnutls_certificate_verify_peers2(session, &status) < 0) return -1;
-    return status == 0 ? 0 : -1;
+    if (gnutls_certificate_verify_peers(session, &purpose, 1, &status) < 0) return -1;
+    if (status != 0) return -1;
+    if (tls->client_allowed_sans.empty()) return 0;
+    for (const auto& san : subject_alt_names(certs[0]))
+      for (const auto& allowed : tls->client_allowed_sans)
+        if (san == allowed) return 0;
+    return -1;
+  }
+
+  // Before a Finished message (the suite chosen and in use, no request read yet): with
+  // cipher_suites given, a TLS 1.2 (or older) suite must be one listed, not merely made of
+  // listed parts (GnuTLS combines key exchanges, ciphers and MACs freely). Non-zero fails the
+  // handshake.
+  static int check_suite(gnutls_session_t session, unsigned /*htype*/, unsigned /*when*/,
+                         unsigned /*incoming*/, const gnutls_datum_t* /*msg*/) {
+    if (gnutls_protocol_get_version(session) == GNUTLS_TLS1_3) return 0;
+    const auto tls = tls_of(session);
+    const char* kx = gnutls_kx_get_name(gnutls_kx_get(session));
+    const char* cipher = gnutls_cipher_get_name(gnutls_cipher_get(session));
+    const char* mac = gnutls_mac_get_name(gnutls_mac_get(session));
+    if (!tls || !kx || !cipher || !mac) return GNUTLS_E_UNWANTED_ALGORITHM;
+    for (const auto* s : tls->cipher_suites)
+      if (std::strcmp(s->kx, kx) == 0 && std::strcmp(s->cipher, cipher) == 0 &&
+          std::strcmp(s->mac, mac) == 0)
+        return 0;
+    return GNUTLS_E_UNWANTED_ALGORITHM;
   }
 
   static void log(void* /*cls*/, const char* fmt, va_list ap) {
@@ -285,16 +784,19 @@ struct HttpServer::Callbacks {
 HttpServer::HttpServer(const ListenAddress& address, const WebConfig& web, Handler handler,
                        const HttpLimits& limits, bool verbose)
     : address_(address),
-      web_(web),
       handler_(std::move(handler)),
       limits_(limits),
-      auth_(web.basic_auth_users),
+      tls_(web.tls.has_value()),
+      state_(std::make_shared<State>(web)),
+      seen_(std::make_shared<const std::vector<FileStamp>>(stamps_of(web.files))),
+      auth_pool_(std::make_unique<AuthPool>(limits)),
+      reaper_(std::make_unique<Reaper>(std::chrono::seconds(limits.head_deadline_s))),
       listen_fd_(bind_listener(address)) {
   // libmicrohttpd closes the socket it is given when it stops, and when it fails to start:
   // it gets its own copy, which is its from here on.
   const int daemon_fd = ::fcntl(listen_fd_.get(), F_DUPFD_CLOEXEC, 3);
   if (daemon_fd < 0) throw SystemError("fcntl(F_DUPFD_CLOEXEC): " + errno_string(errno));
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
   if (verbose) flags |= MHD_USE_ERROR_LOG;
   std::vector<MHD_OptionItem> opts;
   auto add = [&](MHD_OPTION o, intptr_t value, void* ptr = nullptr) {
@@ -303,17 +805,20 @@ HttpServer::HttpServer(const ListenAddress& address, const WebConfig& web, Handl
   add(MHD_OPTION_LISTEN_SOCKET, daemon_fd);
   add(MHD_OPTION_THREAD_POOL_SIZE, limits_.threads);
   add(MHD_OPTION_CONNECTION_LIMIT, limits_.max_connections);
+  add(MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits_.max_per_address);
   add(MHD_OPTION_CONNECTION_TIMEOUT, limits_.idle_timeout_s);
   add(MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Callbacks::log), this);
-  if (web_.tls) {
+  add(MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Callbacks::notify), this);
+  add(MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Callbacks::completed), this);
+  std::string priorities;
+  if (tls_) {
+    // The first config's certificate and priorities start the daemon; each session then
+    // takes the current config's (Callbacks::start_tls).
     flags |= MHD_USE_TLS;
-    priorities_ = web_.tls->gnutls_priorities();
-    add(MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(web_.tls->cert_pem.c_str()));
-    add(MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(web_.tls->key_pem.c_str()));
-    add(MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(priorities_.c_str()));
-    if (!web_.tls->client_ca_pem.empty())
-      add(MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(web_.tls->client_ca_pem.c_str()));
-    add(MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Callbacks::notify), this);
+    priorities = web.tls->gnutls_priorities();
+    add(MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(state_->web.tls->cert_pem.c_str()));
+    add(MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(state_->web.tls->key_pem.c_str()));
+    add(MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(priorities.c_str()));
   }
   add(MHD_OPTION_END, 0);
 
@@ -332,12 +837,76 @@ HttpServer::HttpServer(const ListenAddress& address, const WebConfig& web, Handl
 }
 
 HttpServer::~HttpServer() {
-  // Closes every connection (slow readers included) and joins the serving threads.
+  // Waiting password checks are answered and their connections resumed first (libmicrohttpd
+  // must not stop with one suspended); then every connection is closed (slow readers
+  // included) and the serving threads joined; the reaper last, which only shuts sockets down.
+  if (auth_pool_) auth_pool_->stop();
   if (daemon_) MHD_stop_daemon(daemon_);
+  reaper_.reset();
+}
+
+std::shared_ptr<HttpServer::State> HttpServer::state() const {
+  std::lock_guard lock(state_mu_);
+  return state_;
+}
+
+void HttpServer::reload_if_changed() {
+  const auto current = state();
+  if (current->web.path.empty()) return;
+  std::shared_ptr<const std::vector<FileStamp>> seen;
+  {
+    std::lock_guard lock(state_mu_);
+    seen = seen_;
+  }
+  if (stamps_of(current->web.files) == *seen) return;
+  // Another thread reloading already: this request keeps the config it has.
+  std::unique_lock lock(reload_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  if (state() != current) return;  // reloaded meanwhile
+  lock.unlock();
+  reload("a changed file");
+}
+
+bool HttpServer::reload(const char* why) {
+  std::lock_guard lock(reload_mu_);
+  const auto current = state();
+  const std::string& path = current->web.path;
+  if (path.empty()) {
+    log_line(std::string("reload (") + why + "): no --web.config.file to read");
+    return false;
+  }
+  // Stamped before reading, so that a change made while it is read is seen next time.
+  auto stamps = stamps_of(current->web.files);
+  std::shared_ptr<State> next;
+  try {
+    WebConfig web = load_web_config(path);
+    if (web.files != current->web.files) stamps = stamps_of(web.files);
+    if (web.tls.has_value() != tls_)
+      throw UserError(std::string("it turns TLS ") + (tls_ ? "off" : "on") +
+                      ", which takes a restart of pmcprof serve");
+    next = std::make_shared<State>(std::move(web));
+  } catch (const Error& e) {
+    // Kept: a half-written or wrong file must not take the service down or open it up.
+    // Its stamps are taken as seen, so that it is not read again until it changes again.
+    {
+      std::lock_guard state_lock(state_mu_);
+      seen_ = std::make_shared<const std::vector<FileStamp>>(std::move(stamps));
+    }
+    log_line(std::string("reload (") + why +
+             ") failed, still serving the previous web config: " + e.what());
+    return false;
+  }
+  {
+    std::lock_guard state_lock(state_mu_);
+    state_ = next;
+    seen_ = std::make_shared<const std::vector<FileStamp>>(std::move(stamps));
+  }
+  log_line(std::string("reloaded the web config ") + path + " (" + why + ")");
+  return true;
 }
 
 std::string HttpServer::url() const {
-  return std::string(web_.tls ? "https://" : "http://") + address_.text();
+  return std::string(tls_ ? "https://" : "http://") + address_.text();
 }
 
 }  // namespace pmcprof

@@ -261,3 +261,58 @@ def curl(args, timeout=15):
     code = out[-3:]
     return r.returncode, (int(code) if code.isdigit() and code != "000" else None), out[:-3], \
         r.stderr.decode(errors="replace")
+
+
+def sign_cert(directory, certs, name, subj, ext="", key="ec"):
+    """A certificate NAME.crt/NAME.key signed by make_certs' CA, with the openssl extension
+    lines EXT (e.g. 'extendedKeyUsage=serverAuth'); KEY 'ec' (P-256) or 'rsa' (2048). Returns
+    (crt, key) paths."""
+    openssl = shutil.which("openssl")
+    crt, keyf, csr = (os.path.join(directory, name + x) for x in (".crt", ".key", ".csr"))
+    newkey = (["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"] if key == "ec"
+              else ["-newkey", "rsa:2048"])
+
+    def run(*argv):
+        r = subprocess.run([openssl, *argv], capture_output=True, text=True, cwd=directory)
+        if r.returncode != 0:
+            raise AssertionError(f"openssl {' '.join(argv)}: {r.stderr}")
+    run("req", *newkey, "-nodes", "-keyout", keyf, "-out", csr, "-subj", subj)
+    extra = []
+    if ext:
+        extfile = os.path.join(directory, name + ".ext")
+        with open(extfile, "w") as f:
+            f.write(ext + "\n")
+        extra = ["-extfile", extfile]
+    run("x509", "-req", "-in", csr, "-CA", certs["ca.crt"], "-CAkey", certs["ca.key"],
+        "-CAcreateserial", "-out", crt, "-days", "2", *extra)
+    return crt, keyf
+
+
+def timed_get(port, path="/metrics", source="127.0.0.1", auth=None, timeout=5):
+    """One GET from SOURCE (a loopback address) with basic auth AUTH=(user, password):
+    (seconds, status)."""
+    import base64
+    extra = ""
+    if auth:
+        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+        extra = f"Authorization: Basic {token}\r\n"
+    req = (f"GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").encode()
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                  source_address=(source, 0)) as c:
+        c.sendall(req)
+        buf = b""
+        while True:
+            chunk = c.recv(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+    took = time.monotonic() - t0
+    if not buf.startswith(b"HTTP/"):
+        raise ConnectionError(f"no HTTP answer: {buf[:100]!r}")
+    return took, int(buf.split(b" ", 2)[1])
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else float("nan")

@@ -32,10 +32,13 @@ SCRAPE_DEADLINE_S = 0.100
 
 
 def open_silent(port, n):
+    """N silent connections, each from its own loopback address (127.0.1.1, 127.0.1.2, ...):
+    serve takes at most 16 from one address, and these stand for many clients."""
     socks = []
-    for _ in range(n):
+    for i in range(n):
         c = socket.socket()
         c.settimeout(5)
+        c.bind((f"127.0.{1 + i // 250}.{1 + i % 250}", 0))
         c.connect(("127.0.0.1", port))
         socks.append(c)
     return socks

@@ -127,8 +127,46 @@ TEST(WebConfig, RefusesWhatItDoesNotUnderstand) {
   EXPECT_NE(error_of("tls_server_config:\n  cert_fil: x\n")
                 .find("unknown key 'tls_server_config.cert_fil'"),
             std::string::npos);
-  EXPECT_NE(error_of("tls_server_config:\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n")
-                .find("cipher_suites is not supported"),
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: "
+                     "[TLS_RSA_WITH_RC4_128_SHA]\n")
+                .find("cipher_suites: 'TLS_RSA_WITH_RC4_128_SHA' is not a TLS 1.2 cipher suite"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  curve_preferences: "
+                     "[ffdhe8192]\n")
+                .find("'ffdhe8192' is not one of X25519"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_allowed_sans: "
+                     "[scraper]\n")
+                .find("client_allowed_sans needs client_auth_type RequireAndVerifyClientCert"),
+            std::string::npos);
+  // A key given twice: refused, never the first (or last) silently taken.
+  EXPECT_NE(error_of(std::string("basic_auth_users:\nbasic_auth_users:\n  alice: ") + kHash + "\n")
+                .find("'basic_auth_users' is given twice (lines 1 and 2)"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\ntls_server_config:\n  cert_file: a\n  key_file: b\n")
+                .find("'tls_server_config' is given twice"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(std::string("basic_auth_users:\n  alice: ") + kHash + "\n  alice: " + kHash + "\n")
+          .find("'basic_auth_users.alice' is given twice"),
+      std::string::npos);
+  EXPECT_NE(error_of("http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+                     "    x-frame-options: sameorigin\n")
+                .find("is given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of("tls_server_config:\n  cert_file: a\n  cert_file: b\n")
+                .find("'tls_server_config.cert_file' is given twice"),
+            std::string::npos);
+  // Header values: the toolkit's rules, one line.
+  EXPECT_NE(error_of("http_server_config:\n  headers:\n    X-Frame-Options: ALLOW-FROM x\n")
+                .find("'ALLOW-FROM x' is not one of: deny, sameorigin"),
+            std::string::npos);
+  EXPECT_NE(error_of("http_server_config:\n  headers:\n    X-Content-Type-Options: sniff\n")
+                .find("is not one of: nosniff"),
+            std::string::npos);
+  EXPECT_NE(error_of("http_server_config:\n  headers:\n    Content-Security-Policy: "
+                     "\"a\\r\\nSet-Cookie: x\"\n")
+                .find("has a control character"),
             std::string::npos);
   EXPECT_NE(error_of("tls_server_config:\n  cert_file: a.crt\n").find("missing key_file"),
             std::string::npos);
@@ -154,8 +192,13 @@ TEST(WebConfig, RefusesWhatItDoesNotUnderstand) {
             std::string::npos);
   EXPECT_NE(error_of("basic_auth_users:\n  alice: secret\n").find("not a bcrypt hash"),
             std::string::npos);
-  // The right shape, a salt libcrypt refuses (cost 99).
-  EXPECT_NE(error_of("basic_auth_users:\n  alice: '$2b$99$vLya7ADKHl4SxdJpwDspjO6UDv.LVqYCm5O5P"
+  // The right shape, a cost above the limit (refused without running bcrypt), a cost libcrypt
+  // refuses (3).
+  EXPECT_NE(error_of("basic_auth_users:\n  alice: '$2b$31$vLya7ADKHl4SxdJpwDspjO6UDv.LVqYCm5O5P"
+                     "rS0pCzLBkcKt/52S'\n")
+                .find("has bcrypt cost 31, above the limit of 16"),
+            std::string::npos);
+  EXPECT_NE(error_of("basic_auth_users:\n  alice: '$2b$03$vLya7ADKHl4SxdJpwDspjO6UDv.LVqYCm5O5P"
                      "rS0pCzLBkcKt/52S'\n")
                 .find("libcrypt does not accept"),
             std::string::npos);
@@ -205,7 +248,7 @@ TEST(WebConfig, LoadsAKeyPairRelativeToTheConfigFile) {
   EXPECT_EQ(c.tls->key_pem, kp.key);
   EXPECT_EQ(c.tls->client_ca_pem, kp.cert);
   EXPECT_EQ(c.tls->client_auth, ClientAuth::require_and_verify_client_cert);
-  EXPECT_EQ(c.tls->gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.3");
+  EXPECT_EQ(c.tls->gnutls_priorities().rfind("NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:", 0), 0u);
   ASSERT_EQ(c.headers.size(), 1u);
   EXPECT_EQ(c.headers[0].first, "X-Frame-Options");
   EXPECT_EQ(c.basic_auth_users.size(), 1u);
@@ -232,14 +275,24 @@ TEST(WebConfig, LoadsAKeyPairRelativeToTheConfigFile) {
 }
 
 TEST(WebConfig, TlsVersionRangeToGnutlsPriorities) {
+  // Forward-secret key exchanges and ECDHE groups only, by default.
+  const std::string fs =
+      ":-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-GROUP-ALL:+GROUP-X25519:"
+      "+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-SECP521R1";
   TlsServerConfig t;
-  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2");
+  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" + fs);
   t.min_version = "TLS10";
   t.max_version = "TLS11";
-  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.1:+VERS-TLS1.0");
+  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.1:+VERS-TLS1.0" + fs);
   t.min_version = "TLS12";
   t.max_version = "TLS12";
-  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.2");
+  EXPECT_EQ(t.gnutls_priorities(), "NORMAL:-VERS-ALL:+VERS-TLS1.2" + fs);
+  t.cipher_suites = {find_cipher_suite("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"),
+                     find_cipher_suite("TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA")};
+  t.groups = {"GROUP-X25519"};
+  EXPECT_EQ(t.gnutls_priorities(),
+            "NORMAL:-VERS-ALL:+VERS-TLS1.2:-KX-ALL:+ECDHE-RSA:+ECDHE-ECDSA:-CIPHER-ALL:-MAC-ALL:"
+            "+AES-128-CBC:+SHA1:-GROUP-ALL:+GROUP-X25519");
 }
 
 TEST(Bcrypt, LibcryptChecksEveryBcryptPrefix) {
@@ -253,6 +306,8 @@ TEST(Bcrypt, LibcryptChecksEveryBcryptPrefix) {
   EXPECT_FALSE(bcrypt_matches("", kHash));
   EXPECT_FALSE(bcrypt_matches("pmcprof", "pmcprof"));
   EXPECT_FALSE(bcrypt_matches("pmcprof", "$1$abc$def"));
+  EXPECT_EQ(bcrypt_cost(kHash), 4);
+  EXPECT_EQ(bcrypt_cost("$2b$1x$"), -1);
 }
 
 TEST(BasicAuth, CachesVerdictsAndChecksUnknownUsersToo) {
@@ -268,4 +323,10 @@ TEST(BasicAuth, CachesVerdictsAndChecksUnknownUsersToo) {
   EXPECT_EQ(auth.bcrypt_runs(), 3u);
   EXPECT_FALSE(auth.check("alice", std::string("pmcprof\0x", 9)));
   EXPECT_FALSE(BasicAuth(std::map<std::string, std::string>{}).enabled());
+  EXPECT_EQ(auth.cached("alice", "pmcprof"), BasicAuth::Verdict::allow);
+  EXPECT_EQ(auth.cached("alice", "wrong"), BasicAuth::Verdict::deny);
+  EXPECT_EQ(auth.cached("alice", "never tried"), BasicAuth::Verdict::unknown);
+  // 1,030 distinct wrong guesses (past the cache's 1,024) cannot evict a right verdict.
+  for (int i = 0; i < 1030; ++i) EXPECT_FALSE(auth.verify("alice", "guess" + std::to_string(i)));
+  EXPECT_EQ(auth.cached("alice", "pmcprof"), BasicAuth::Verdict::allow);
 }

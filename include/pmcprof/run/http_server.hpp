@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,15 +48,33 @@ std::string gzip_compress(std::string_view data);
 struct HttpLimits {
   unsigned threads = 2;            // serving threads (epoll each; never the measurement's)
   unsigned max_connections = 512;  // more are accepted and closed at once
+  unsigned max_per_address = 16;   // connections from one client address; more: closed at once
   unsigned idle_timeout_s = 10;    // a connection with no progress this long is closed
+  // A request's head (and a TLS handshake before it) must be whole this long after the
+  // connection opened or its previous answer was queued, however it trickles: the idle timeout
+  // alone restarts on every byte.
+  unsigned head_deadline_s = 10;
+  // Password checks (bcrypt, ~60 ms of CPU each at cost 10) run on their own threads, never on
+  // the serving ones: this many at a time, at a lower CPU priority...
+  unsigned auth_threads = 1;
+  unsigned auth_queue = 64;       // ...this many waiting at most (more: 503 at once)...
+  unsigned auth_per_address = 4;  // ...this many waiting or running per client address (429)
+  // ...and a budget of failed checks per client address: a burst of this many, then one more
+  // every auth_refill_s seconds; past it, uncached credentials from that address get 429
+  // without a check (cached verdicts are still answered).
+  unsigned auth_failures = 10;
+  double auth_refill_s = 6;
   std::size_t max_bytes_in_flight = std::size_t{256} << 20;  // unsent bodies; past it: 503
 };
 
 // The HTTP(S) server of `serve`: libmicrohttpd (Debian's libmicrohttpd12, with GnuTLS) on its
 // own threads, never on the measurement thread. HTTP/1.1 with keep-alive, Content-Length, HEAD
 // (the GET head without the body), gzip when asked for; TLS, client certificates and basic
-// authentication from the web config; every connection non-blocking with an idle timeout.
-// The handler runs on a serving thread and may block briefly (it waits for the live report).
+// authentication from the web config; every connection non-blocking with an idle timeout, a
+// deadline for its request's head and a per-address limit; every request answered from its
+// head (a body is never read). The handler runs on a serving thread and may block briefly (it
+// waits for the live report). The web config is read again on reload() and whenever one of
+// its files changed (checked before each request and handshake, as the exporter-toolkit does).
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
@@ -72,17 +91,38 @@ class HttpServer {
   std::string url() const;  // "https://127.0.0.1:9464"
   std::size_t bytes_in_flight() const { return bytes_in_flight_.load(); }
 
+  // Reads the web config file again (`why`: "SIGHUP", "a changed file"): users, hashes,
+  // certificate, key, client CA and TLS settings take effect for the next request or
+  // handshake; connections already open keep theirs. A config that fails to load (or turns
+  // TLS on or off, which needs a restart) leaves the current one serving and logs one line.
+  // Thread-safe; false when the config was kept.
+  bool reload(const char* why);
+
  private:
+  struct State;  // one loaded web config: basic auth, TLS credentials and priorities
+  struct FileStamp;
+  struct Conn;
+  struct Request;
+  class AuthPool;
+  class Reaper;
   struct Callbacks;
   friend struct Callbacks;
 
+  std::shared_ptr<State> state() const;
+  static std::vector<FileStamp> stamps_of(const std::vector<std::string>& files);
+  void reload_if_changed();
+
   ListenAddress address_;
-  WebConfig web_;
   Handler handler_;
   HttpLimits limits_;
-  BasicAuth auth_;
-  std::string priorities_;
+  bool tls_ = false;
+  mutable std::mutex state_mu_;
+  std::shared_ptr<State> state_;
+  std::shared_ptr<const std::vector<FileStamp>> seen_;  // the config's files when last read
+  std::mutex reload_mu_;                                // one reload at a time
   std::atomic<std::size_t> bytes_in_flight_{0};
+  std::unique_ptr<AuthPool> auth_pool_;
+  std::unique_ptr<Reaper> reaper_;
   Fd listen_fd_;
   MHD_Daemon* daemon_ = nullptr;
 };
