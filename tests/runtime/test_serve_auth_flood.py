@@ -1,0 +1,128 @@
+"""pmcprof serve with basic_auth_users: wrong passwords stall no one, and timing tells no user
+names (issue 20, defects 3 and 6).
+
+- A flood of wrong passwords: 4 clients from 127.0.0.1 send 160 distinct wrong passwords (a
+  fresh connection each) while a scraper from 127.0.0.2, whose right password is already
+  cached, scrapes /metrics and /-/healthy. bcrypt ran on the 2 serving threads: the good
+  scrapes' median went from 1.0 ms to 110 ms. Now checks run on their own thread at a lower
+  priority, bounded per address: the good scrapes' median stays within 2x of an undisturbed
+  run in the same test (1 ms of slack for sub-millisecond medians) and their max within
+  100 ms of its max; the flood is answered 401 (checked) or 429 (over the address's budget of
+  failures), never 200, and bcrypt runs at most budget + refill times for it.
+- Timing: with users of cost 4 and 8, an unknown user's check took as long as the old fixed
+  dummy hash (cost 10, ~4x the cost-8 user): now the dummy is the costliest configured hash, so
+  an unknown user takes within 0.5x-2x of the cost-8 user's wrong password.
+"""
+import os
+import shutil
+import tempfile
+import threading
+import time
+import unittest
+
+import pmcprof_testlib as t
+import serve_testlib as s
+
+GOOD = ("alice", "correct horse")
+
+
+class AuthFloodTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="pmcprof-flood-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def serve(self, users):
+        path = os.path.join(self.tmp, "web.yml")
+        with open(path, "w") as f:
+            f.write("basic_auth_users:\n" + "".join(f"  {u}: '{h}'\n" for u, h in users.items()))
+        srv = s.Serve(["-e", "task-clock", "--web.config.file", path])
+        def ready():
+            try:
+                return s.timed_get(srv.port, auth=GOOD, source="127.0.0.2")[1] == 200
+            except OSError:
+                return False
+        srv.wait_up(ready=ready)
+        return srv
+
+    def scrape_series(self, port, n, stop=None):
+        """N good scrapes from 127.0.0.2 (alternately /metrics and /-/healthy), 20 ms apart."""
+        lat = []
+        for i in range(n):
+            took, status = s.timed_get(port, "/metrics" if i % 2 == 0 else "/-/healthy",
+                                       source="127.0.0.2", auth=GOOD)
+            self.assertEqual(status, 200)
+            lat.append(took)
+            time.sleep(0.02)
+            if stop is not None and stop.is_set() and i >= n // 2:
+                break
+        return lat
+
+    def test_wrong_password_flood(self):
+        srv = self.serve({GOOD[0]: s.bcrypt_hash(GOOD[1], cost=10)})
+        try:
+            base = self.scrape_series(srv.port, 40)
+            statuses, errors = [], []
+            done = threading.Event()
+
+            def attacker(k):
+                for i in range(40):
+                    try:
+                        statuses.append(s.timed_get(srv.port, auth=("alice", f"guess-{k}-{i}"),
+                                                    timeout=30)[1])
+                    except OSError as e:
+                        errors.append(repr(e))
+            threads = [threading.Thread(target=attacker, args=(k,)) for k in range(4)]
+            t0 = time.monotonic()
+            for th in threads:
+                th.start()
+            time.sleep(0.05)
+            flood = self.scrape_series(srv.port, 40)
+            for th in threads:
+                th.join()
+            done.set()
+            flood_s = time.monotonic() - t0
+        finally:
+            rc, _, err = srv.close()
+        self.assertEqual(rc, 0, err)
+        checked = statuses.count(401)
+        limited = statuses.count(429)
+        t.log(f"undisturbed: median {s.median(base) * 1e3:.2f} ms, max {max(base) * 1e3:.1f} ms; "
+              f"flood of 160 wrong passwords ({flood_s:.2f} s; {checked} checked -> 401, "
+              f"{limited} over budget -> 429): median {s.median(flood) * 1e3:.2f} ms, "
+              f"max {max(flood) * 1e3:.1f} ms")
+        self.assertFalse(errors, errors[:3])
+        self.assertEqual(checked + limited, 160, f"statuses: {sorted(set(statuses))}")
+        # The budget: 10 failures at once, one more every 6 s (and the 4 in flight).
+        self.assertLessEqual(checked, 10 + flood_s / 6 + 4)
+        self.assertLessEqual(s.median(flood), max(2 * s.median(base), s.median(base) + 0.001))
+        self.assertLess(max(flood), max(base) + 0.100)
+
+    def test_unknown_user_costs_the_costliest_hash(self):
+        srv = self.serve({GOOD[0]: s.bcrypt_hash(GOOD[1], cost=4),
+                          "bob": s.bcrypt_hash("bob's", cost=8)})
+        try:
+            times = {"bob (cost 8)": [], "unknown user": [], "alice (cost 4)": []}
+            for i in range(3):
+                for who, user in (("bob (cost 8)", "bob"), ("unknown user", "mallory"),
+                                  ("alice (cost 4)", "alice")):
+                    # Each from its own address: the budget of failures is per address.
+                    took, status = s.timed_get(srv.port, auth=(user, f"wrong-{i}"),
+                                               source=f"127.0.3.{i + 1}")
+                    self.assertEqual(status, 401)
+                    times[who].append(took)
+        finally:
+            srv.close()
+        med = {k: s.median(v) for k, v in times.items()}
+        t.log("wrong passwords, median of 3: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
+                                                          for k, v in med.items()))
+        ratio = med["unknown user"] / med["bob (cost 8)"]
+        self.assertGreater(ratio, 0.5)
+        self.assertLess(ratio, 2.0, "an unknown user takes longer than any known one")
+
+
+if __name__ == "__main__":
+    raise SystemExit(t.main(requires=("root", "python:crypt"), doc=__doc__))

@@ -1,0 +1,165 @@
+"""pmcprof serve reloads its web config without downtime (issue 20, defect 5).
+
+The config and certificate were read once: a removed user still got 200, a new one 401, a
+replaced certificate was not served, and SIGHUP ended serve (status 129, no line). Now, with a
+scraper (user alice, in every config) scraping over HTTPS every 30 ms throughout:
+
+- A new config (bob removed, carol added, a new certificate and key under new names) takes
+  effect by itself, as the exporter-toolkit's does (the files are checked before each request
+  and handshake): bob gets 401, carol 200, and new handshakes get the new certificate.
+- SIGHUP reads the config again ("reloaded ... (SIGHUP)") and never ends serve, three in a row
+  neither.
+- A broken config (a duplicate key) is refused in one line per attempt and the last good one
+  keeps serving (carol 200, bob 401); fixing it takes effect again.
+- The scraper never failed, and SIGTERM still ends serve with status 0.
+- packaging/pmcprof.service reloads with `ExecReload=/bin/kill -HUP $MAINPID`.
+"""
+import base64
+import http.client
+import os
+import shutil
+import signal
+import ssl
+import tempfile
+import threading
+import time
+import unittest
+
+import pmcprof_testlib as t
+import serve_testlib as s
+
+PASSWORDS = {"alice": "alice's", "bob": "bob's", "carol": "carol's"}
+
+
+class ReloadTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="pmcprof-reload-")
+        cls.certs = s.make_certs(cls.tmp)
+        cls.cert_b = s.sign_cert(cls.tmp, cls.certs, "server-b", "/CN=localhost",
+                                 "subjectAltName=DNS:localhost,IP:127.0.0.1")
+        cls.hashes = {u: s.bcrypt_hash(p, cost=4) for u, p in PASSWORDS.items()}
+        cls.config = os.path.join(cls.tmp, "web.yml")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def write_config(self, cert, users, extra=""):
+        text = (f"tls_server_config:\n  cert_file: {os.path.basename(cert[0])}\n"
+                f"  key_file: {os.path.basename(cert[1])}\n{extra}basic_auth_users:\n"
+                + "".join(f"  {u}: '{self.hashes[u]}'\n" for u in users))
+        tmp = self.config + ".new"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, self.config)  # as an editor or a config manager does: whole
+
+    def get(self, port, user):
+        """(status, the served certificate, DER) of one scrape as USER on a new connection."""
+        ctx = ssl.create_default_context(cafile=self.certs["ca.crt"])
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=5)
+        try:
+            token = base64.b64encode(f"{user}:{PASSWORDS[user]}".encode()).decode()
+            conn.request("GET", "/metrics", headers={"Authorization": f"Basic {token}"})
+            resp = conn.getresponse()
+            resp.read()
+            return resp.status, conn.sock.getpeercert(binary_form=True)
+        finally:
+            conn.close()
+
+    def test_reload(self):
+        der = {}
+        for name, path in (("a", self.certs["server.crt"]), ("b", self.cert_b[0])):
+            with open(path) as f:
+                der[name] = ssl.PEM_cert_to_DER_cert(f.read())
+        self.write_config((self.certs["server.crt"], self.certs["server.key"]),
+                          ["alice", "bob"])
+        srv = s.Serve(["-e", "task-clock", "--web.config.file", self.config], scheme="https")
+
+        def ready():
+            try:
+                return self.get(srv.port, "alice")[0] == 200
+            except OSError:
+                return False
+        srv.wait_up(ready=ready)
+        failures, scrapes = [], [0]
+        stop = threading.Event()
+
+        def scraper():
+            while not stop.is_set():
+                try:
+                    status, _ = self.get(srv.port, "alice")
+                    if status != 200:
+                        failures.append(f"HTTP {status}")
+                except (OSError, ssl.SSLError, http.client.HTTPException) as e:
+                    failures.append(repr(e))
+                scrapes[0] += 1
+                stop.wait(0.03)
+        th = threading.Thread(target=scraper)
+        th.start()
+        try:
+            self.assertEqual(self.get(srv.port, "bob"), (200, der["a"]))
+            self.assertEqual(self.get(srv.port, "carol")[0], 401)
+
+            # A new config: bob out, carol in, another certificate. No signal.
+            self.write_config(self.cert_b, ["alice", "carol"])
+            self.assertTrue(t.wait_for(lambda: self.get(srv.port, "carol")[0] == 200, 5,
+                                       step=0.05), srv.stderr())
+            self.assertEqual(self.get(srv.port, "bob")[0], 401)
+            self.assertEqual(self.get(srv.port, "carol"), (200, der["b"]),
+                             "the new certificate is served")
+
+            # SIGHUP: read again, serve goes on; three in a row too.
+            srv.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(t.wait_for(lambda: "(SIGHUP)" in srv.stderr(), 5, step=0.05),
+                            srv.stderr())
+            for _ in range(3):
+                srv.proc.send_signal(signal.SIGHUP)
+            time.sleep(0.3)
+            self.assertIsNone(srv.proc.poll(), f"SIGHUP ended serve: {srv.stderr()}")
+            self.assertEqual(self.get(srv.port, "carol")[0], 200)
+
+            # A broken config: refused, one line each time; the last good one serves on.
+            with open(self.config) as f:
+                good_text = f.read()
+            self.write_config(self.cert_b, ["alice", "carol"],
+                              extra="basic_auth_users:\n")  # a duplicate key
+            self.assertTrue(t.wait_for(lambda: "failed" in srv.stderr(), 5, step=0.05),
+                            srv.stderr())
+            srv.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(t.wait_for(lambda: srv.stderr().count("failed") >= 2, 5, step=0.05),
+                            srv.stderr())
+            self.assertEqual(self.get(srv.port, "carol"), (200, der["b"]))
+            self.assertEqual(self.get(srv.port, "bob")[0], 401)
+            # Fixed: in effect again (bob back).
+            self.write_config(self.cert_b, ["alice", "bob", "carol"])
+            self.assertTrue(t.wait_for(lambda: self.get(srv.port, "bob")[0] == 200, 5,
+                                       step=0.05), srv.stderr())
+            self.assertNotEqual(good_text, "")
+        finally:
+            stop.set()
+            th.join()
+            rc, _, err = srv.close()
+        lines = [line for line in err.splitlines() if line.strip()]
+        for line in lines:
+            t.log(f"  stderr: {line}")
+        failed = [line for line in lines if "failed" in line]
+        self.assertGreaterEqual(len(failed), 2)
+        for line in failed:
+            self.assertRegex(line, r"^pmcprof: reload \((SIGHUP|a changed file)\) failed, still "
+                                   r"serving the previous web config: web config .*given twice")
+        self.assertTrue(all(line.startswith("pmcprof: ") for line in lines), lines)
+        self.assertEqual(rc, 0, err)
+        t.log(f"{scrapes[0]} scrapes during the reloads, {len(failures)} failed")
+        self.assertFalse(failures, failures[:5])
+
+    def test_unit_reloads_with_sighup(self):
+        unit = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "packaging",
+                            "pmcprof.service")
+        with open(unit) as f:
+            text = f.read()
+        self.assertRegex(text, r"(?m)^ExecReload=/bin/kill -HUP \$MAINPID$")
+
+
+if __name__ == "__main__":
+    raise SystemExit(t.main(requires=("root", "program:openssl", "python:crypt"), doc=__doc__))
