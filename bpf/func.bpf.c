@@ -860,9 +860,23 @@ static __always_inline bool uretprobes_full(void) {
   return BPF_CORE_READ(task, utask, depth) >= PMCPROF_MAX_URETPROBE_DEPTH;
 }
 
-/* sp: the stack pointer at the entry (0: none, a tracepoint or fentry); ra: a user function's
- * return address there (user_return_address; 0: unknown). */
-static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp, __u64 ra) {
+/* Whether pop_abandoned may meet a frame at the entry's own stack pointer, where only the
+ * return address tells a tail call (that frame live) from a call after a longjmp (it gone).
+ * Not when the frame on top is live and above the entry (or not on a user stack): the popping
+ * stops there. Reading the address costs a helper call (~100 instructions on arm64), and
+ * nearly every entry is either the first call in flight or deeper than the one on top. */
+static __always_inline bool needs_return_address(const struct thread_state *t, __u64 sp) {
+  const __u32 depth = t->depth;
+  if (depth == 0) return false;
+  if (depth > PMCPROF_INLINE_FRAMES) return true; /* deep frames: not looked at here */
+  const struct frame *f = &t->frames[frame_index(depth - 1)];
+  return f->func_id == PMCPROF_DEAD_FRAME || (f->sp != 0 && f->sp <= sp);
+}
+
+/* sp: the stack pointer at the entry (0: none, a tracepoint or fentry); user_regs: a uprobe's
+ * registers (NULL for other probes), to read the entry's return address from when needed. */
+static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp,
+                                    struct pt_regs *user_regs) {
   const __u32 func_id = (__u32)cookie;
   const bool region = cookie & PMCPROF_COOKIE_REGION;
   if (region) sp = 0;
@@ -889,6 +903,8 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp, __u64 ra)
   }
   acquire(t);
   absorb_missed_switch_in(t);
+  const __u64 ra =
+      user_regs && sp && needs_return_address(t, sp) ? user_return_address(user_regs, sp) : 0;
   pop_abandoned(t, tid, sp, ra, func_id);
   /* A user function whose return the kernel will not probe: past MAX_URETPROBE_DEPTH (64)
    * return instances in flight, the kernel omits the uretprobe, so no exit would come. Too
@@ -1364,7 +1380,7 @@ static __always_inline int on_hit(void *ctx, __u64 cookie) {
 SEC("kprobe")
 int func_entry(struct pt_regs *ctx) {
   const __u64 sp = PT_REGS_SP(ctx);
-  return on_entry(ctx, bpf_get_attach_cookie(ctx), sp, sp >> 63 ? 0 : user_return_address(ctx, sp));
+  return on_entry(ctx, bpf_get_attach_cookie(ctx), sp, sp >> 63 ? NULL : ctx);
 }
 
 SEC("kretprobe")
@@ -1378,7 +1394,7 @@ int probe_hit(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ct
 SEC("kprobe")
 int func_entry_multi(struct pt_regs *ctx) {
   const __u64 sp = PT_REGS_SP(ctx);
-  return on_entry(ctx, bpf_get_attach_cookie(ctx), sp, sp >> 63 ? 0 : user_return_address(ctx, sp));
+  return on_entry(ctx, bpf_get_attach_cookie(ctx), sp, sp >> 63 ? NULL : ctx);
 }
 
 SEC("kprobe")
@@ -1388,7 +1404,7 @@ SEC("kprobe")
 int probe_hit_multi(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
 
 SEC("tracepoint")
-int syscall_entry(void *ctx) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0, 0); }
+int syscall_entry(void *ctx) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0, NULL); }
 
 SEC("tracepoint")
 int syscall_exit(void *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
@@ -1400,7 +1416,7 @@ int tracepoint_hit(void *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); 
  * that target's BTF id and linked with the function id as cookie. Autoload off unless the run
  * has kernel functions and the kernel allows fentry. */
 SEC("fentry")
-int BPF_PROG(func_fentry) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0, 0); }
+int BPF_PROG(func_fentry) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0, NULL); }
 
 SEC("fexit")
 int BPF_PROG(func_fexit) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
