@@ -73,6 +73,7 @@ const volatile __u32 max_keys = 0;           /* --by argN: keys per function in 
 const volatile bool count_entries = false;   /* regions: starts and matched ends counted */
 const volatile bool need_cgroup_id = false;  /* records carry the cgroup (--by cgroup) */
 const volatile bool need_comm = false;       /* records carry the command name (--by comm) */
+const volatile bool send_caller = false;     /* the stream sends pid, tid, cpu, cgroup, comm */
 const volatile __u32 clock_events = 0;       /* bit i: event i is the on-CPU time (ns) */
 /* Software events the sched_switch hook counts itself (only with the hook): context switches
  * and migrations of the thread while a call is in flight. Read as counters they say the same
@@ -875,8 +876,7 @@ static __always_inline bool needs_return_address(const struct thread_state *t, _
 
 /* sp: the stack pointer at the entry (0: none, a tracepoint or fentry); user_regs: a uprobe's
  * registers (NULL for other probes), to read the entry's return address from when needed. */
-static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp,
-                                    struct pt_regs *user_regs) {
+static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp, struct pt_regs *user_regs) {
   const __u32 func_id = (__u32)cookie;
   const bool region = cookie & PMCPROF_COOKIE_REGION;
   if (region) sp = 0;
@@ -969,13 +969,24 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp,
   return 0;
 }
 
+/* The record's shape on the wire (the reader decodes the run's one shape): the call and its
+ * n_events deltas (32 + 8 n bytes), after the caller with a --by that splits on it, the whole
+ * record with a key (every delta slot, then the key). The fewer bytes a record takes, the more
+ * the ring holds before it drops any. */
 static __always_inline void emit(void *ctx, struct pmcprof_record *rec) {
-  /* With a key, every delta slot is sent and the key after them. */
-  __u64 size =
-      n_key_args ? sizeof(*rec) : PMCPROF_RECORD_HEADER_SIZE + (__u64)n_events * sizeof(__u64);
-  if (size > sizeof(*rec)) size = sizeof(*rec);
-  if (bpf_perf_event_output(ctx, &records, BPF_F_CURRENT_CPU, rec, size) != 0)
-    stat_inc(rec->func_id, STAT_LOST);
+  __u64 deltas = (__u64)n_events * sizeof(__u64);
+  if (deltas > sizeof(rec->delta)) deltas = sizeof(rec->delta);
+  long err;
+  if (n_key_args)
+    err = bpf_perf_event_output(ctx, &records, BPF_F_CURRENT_CPU, rec, sizeof(*rec));
+  else if (send_caller)
+    err = bpf_perf_event_output(ctx, &records, BPF_F_CURRENT_CPU, rec,
+                                PMCPROF_RECORD_HEADER_SIZE + deltas);
+  else
+    err = bpf_perf_event_output(ctx, &records, BPF_F_CURRENT_CPU,
+                                (char *)rec + PMCPROF_RECORD_CALL_OFFSET,
+                                PMCPROF_RECORD_HEADER_SIZE - PMCPROF_RECORD_CALL_OFFSET + deltas);
+  if (err != 0) stat_inc(rec->func_id, STAT_LOST);
 }
 
 /* A histogram index the 6.1 verifier can bound: 64-bit and clamped after a compiler barrier,

@@ -201,23 +201,27 @@ static __always_inline __u64 pmcprof_normalize(__u64 dc, __u64 de, __u64 dr) {
  * bias is taken off each call exactly once and no clamp pushes a total up; min, max and
  * histograms see pmcprof_nonneg() of them, and the call is flagged under the noise floor. */
 struct pmcprof_record {
-  __u32 func_id;
+  /* Who made the call: on the wire only with a --by that splits on it (the stream's "caller"
+   * shape); the compact shape starts at func_id (PMCPROF_RECORD_CALL_OFFSET). */
   __u32 pid;
   __u32 tid;
-  __u32 cpu;
   __u64 cgroup_id;
+  char comm[16];
+  /* The call: always on the wire. */
+  __u32 func_id;
+  __u32 flags;
   __u64 wall_ns;
   __u64 oncpu_ns;
-  __u32 flags;
   __u8 n_events;
   __u8 under_floor; /* bit i: event i's value (bias taken off) is below its noise floor */
   __u8 measured;    /* bit i: event i ran through the call */
   __u8 ran;         /* bit i: event i ran for part of every piece of it at least */
-  char comm[16];
-  __u64 delta[PMCPROF_MAX_EVENTS];
+  __u32 cpu;        /* where it ended */
+  __u64 delta[PMCPROF_MAX_EVENTS]; /* only n_events on the wire, but with a key */
   /* --by argN: the key read at the call's start. Sent (after every delta slot) only then. */
   struct pmcprof_key key;
 };
+#define PMCPROF_RECORD_CALL_OFFSET 32 /* offsetof(struct pmcprof_record, func_id) */
 #define PMCPROF_RECORD_HEADER_SIZE 64 /* offsetof(struct pmcprof_record, delta) */
 #define PMCPROF_RECORD_KEY_OFFSET (PMCPROF_RECORD_HEADER_SIZE + 8 * PMCPROF_MAX_EVENTS)
 

@@ -111,6 +111,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   ro->count_entries = config.count_entries;
   ro->need_cgroup_id = config.by_cgroup;
   ro->need_comm = config.need_comm;
+  ro->send_caller = config.send_caller;
   ro->clock_events = config.clock_events;
   ro->switch_events = config.switch_events;
   ro->migration_events = config.migration_events;

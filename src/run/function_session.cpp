@@ -207,14 +207,21 @@ struct FunctionSession::State {
     if (follow_tgids()) object.track(workload ? workload->pid() : *plan.pid);
     if (plan.by == Breakdown::cgroup) cgroup_names.emplace(cgroup2_mount_point());
     if (agg != AggregateChoice::kernel) {
-      stream.emplace(object.records_fd(), plan.buffer_pages, [this](const CallRecord& rec) {
-        stream_total.add(rec);
-        if (intervals) stream_interval.add(rec);
-      });
+      stream.emplace(object.records_fd(), plan.buffer_pages, record_shape(),
+                     [this](const CallRecord& rec) {
+                       stream_total.add(rec);
+                       if (intervals) stream_interval.add(rec);
+                     });
     }
   }
 
   bool follow_tgids() const { return !plan.system_wide && (workload || plan.pid); }
+
+  // What the stream's records carry: the caller only for a --by that splits on it.
+  RecordShape record_shape() const {
+    if (!plan.key_args.empty()) return RecordShape::keyed;
+    return plan.by == Breakdown::none ? RecordShape::call : RecordShape::caller;
+  }
 
   FuncObjectConfig object_config() const {
     FuncObjectConfig c;
@@ -225,6 +232,7 @@ struct FunctionSession::State {
     c.sched_hook = plan.sched_hook;
     c.by_cgroup = plan.by == Breakdown::cgroup;
     c.need_comm = plan.by == Breakdown::comm;
+    c.send_caller = record_shape() == RecordShape::caller;
     const BpfEventMap bpf_events = BpfEventMap::of(counters);
     c.clock_events = own_events(plan.groups, counters, bpf_events,
                                 [](const ResolvedEvent& e) { return e.is_clock(); });

@@ -178,6 +178,10 @@ FuncKey StreamAggregator::key_of(const CallRecord& r) const {
 
 void StreamAggregator::add(const CallRecord& r) {
   ++records_;
+  if (by_ == Breakdown::none && r.func_id < by_id_.size() && by_id_[r.func_id]) {
+    by_id_[r.func_id]->add(r);
+    return;
+  }
   FuncKey key = key_of(r);
   auto it = stats_.find(key);
   if (it == stats_.end()) {
@@ -189,6 +193,10 @@ void StreamAggregator::add(const CallRecord& r) {
     }
     if (it == stats_.end())
       it = stats_.emplace(std::move(key), FuncStats(n_events_, metrics_)).first;
+  }
+  if (by_ == Breakdown::none && r.func_id < (1u << 16)) {  // ids are the run's --func count
+    if (by_id_.size() <= r.func_id) by_id_.resize(r.func_id + 1, nullptr);
+    by_id_[r.func_id] = &it->second;
   }
   it->second.add(r);
 }

@@ -30,8 +30,8 @@ struct LostRecord {
 
 }  // namespace
 
-RecordStream::RecordStream(int records_map_fd, std::size_t page_count, Sink sink)
-    : sink_(std::move(sink)) {
+RecordStream::RecordStream(int records_map_fd, std::size_t page_count, RecordShape shape, Sink sink)
+    : shape_(shape), sink_(std::move(sink)) {
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_SOFTWARE;
@@ -59,7 +59,7 @@ int RecordStream::on_event(void* ctx, int /*cpu*/, void* header) {
   auto* h = static_cast<perf_event_header*>(header);
   if (h->type == PERF_RECORD_SAMPLE) {
     auto* s = static_cast<SampleRaw*>(header);
-    if (auto rec = decode_call_record(s->data, s->size)) {
+    if (auto rec = decode_call_record(s->data, s->size, self->shape_)) {
       ++self->received_;
       self->sink_(*rec);
     } else {

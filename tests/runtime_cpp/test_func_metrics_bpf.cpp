@@ -73,7 +73,8 @@ TEST(FuncMetricsBpf, EightPerCallMetricsInTheKernelEqualTheStream) {
   ASSERT_EQ(object.events().size(), 3u);
 
   StreamAggregator stream_stats(3, Breakdown::none, 0, config.metrics);
-  RecordStream stream(object.records_fd(), 256, [&](const CallRecord& r) { stream_stats.add(r); });
+  RecordStream stream(object.records_fd(), 256, RecordShape::call,
+                      [&](const CallRecord& r) { stream_stats.add(r); });
   {
     auto hooks = object.attach_scheduler_hooks();
     auto links = object.attach_syscall(probe_cookie(0), "getppid");

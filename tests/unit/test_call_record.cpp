@@ -12,7 +12,7 @@ using namespace pmcprof;
 
 namespace {
 
-// The BPF side sends only the header and the first n_events deltas.
+// The caller shape (--by pid, ...): the caller, the call and the first n_events deltas.
 std::size_t wire_size(std::uint32_t n_events) {
   return PMCPROF_RECORD_HEADER_SIZE + n_events * sizeof(__u64);
 }
@@ -49,13 +49,16 @@ std::vector<unsigned char> bytes_of(const pmcprof_record& r, std::size_t size) {
 
 TEST(CallRecord, LayoutMatchesBpfHeader) {
   EXPECT_EQ(offsetof(pmcprof_record, delta), static_cast<std::size_t>(PMCPROF_RECORD_HEADER_SIZE));
-  EXPECT_EQ(offsetof(pmcprof_record, comm) + 16, offsetof(pmcprof_record, delta));
-  EXPECT_EQ(static_cast<std::size_t>(PMCPROF_RECORD_KEY_OFFSET),
-            PMCPROF_RECORD_HEADER_SIZE + PMCPROF_MAX_EVENTS * 8u);
-  EXPECT_EQ(sizeof(pmcprof_record), PMCPROF_RECORD_KEY_OFFSET + PMCPROF_KEY_SIZE * 1u);
+  EXPECT_EQ(offsetof(pmcprof_record, func_id),
+            static_cast<std::size_t>(PMCPROF_RECORD_CALL_OFFSET));
+  EXPECT_EQ(offsetof(pmcprof_record, comm) + 16, offsetof(pmcprof_record, func_id));
+  EXPECT_EQ(offsetof(pmcprof_record, key), PMCPROF_RECORD_HEADER_SIZE + PMCPROF_MAX_EVENTS * 8u);
+  EXPECT_EQ(sizeof(pmcprof_record), offsetof(pmcprof_record, key) + std::size_t{PMCPROF_KEY_SIZE});
   // CallRecord is a fixed-layout mirror of the C struct: decoding is one copy.
   EXPECT_EQ(sizeof(CallRecord), sizeof(pmcprof_record));
   EXPECT_EQ(offsetof(CallRecord, cgroup_id), offsetof(pmcprof_record, cgroup_id));
+  EXPECT_EQ(offsetof(CallRecord, func_id), offsetof(pmcprof_record, func_id));
+  EXPECT_EQ(offsetof(CallRecord, wall_ns), offsetof(pmcprof_record, wall_ns));
   EXPECT_EQ(offsetof(CallRecord, flags), offsetof(pmcprof_record, flags));
   EXPECT_EQ(offsetof(CallRecord, n_events), offsetof(pmcprof_record, n_events));
   EXPECT_EQ(offsetof(CallRecord, measured), offsetof(pmcprof_record, measured));
@@ -69,7 +72,7 @@ TEST(CallRecord, LayoutMatchesBpfHeader) {
 TEST(CallRecord, DecodeExactSize) {
   const pmcprof_record raw = sample_record();
   const auto buf = bytes_of(raw, wire_size(2));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->func_id, 3u);
   EXPECT_EQ(rec->pid, 4242u);
@@ -93,7 +96,7 @@ TEST(CallRecord, DecodeFullSizeRecord) {
   // A sample padded to the full struct still decodes only n_events deltas.
   const pmcprof_record raw = sample_record();
   const auto buf = bytes_of(raw, sizeof(raw));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->n_events, 2u);
   EXPECT_EQ(rec->delta[1], 4500000u);
@@ -104,7 +107,7 @@ TEST(CallRecord, DecodeTrailingPadding) {
   // perf pads raw samples to 8 bytes (the u32 size + data): a few extra bytes are fine.
   const pmcprof_record raw = sample_record();
   const auto buf = bytes_of(raw, wire_size(2) + 4);
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->n_events, 2u);
   EXPECT_EQ(rec->delta[1], 4500000u);
@@ -115,7 +118,7 @@ TEST(CallRecord, ZeroEvents) {
   pmcprof_record raw = sample_record();
   raw.n_events = 0;
   const auto buf = bytes_of(raw, wire_size(0));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->n_events, 0u);
   for (std::size_t i = 0; i < kMaxBpfEvents; ++i) EXPECT_EQ(rec->delta[i], 0u) << i;
@@ -127,7 +130,7 @@ TEST(CallRecord, MaxEvents) {
   raw.n_events = PMCPROF_MAX_EVENTS;
   for (int i = 0; i < PMCPROF_MAX_EVENTS; ++i) raw.delta[i] = 100 + i;
   const auto buf = bytes_of(raw, wire_size(PMCPROF_MAX_EVENTS));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   ASSERT_EQ(rec->n_events, static_cast<std::size_t>(PMCPROF_MAX_EVENTS));
   EXPECT_EQ(rec->delta[0], 100u);
@@ -139,7 +142,7 @@ TEST(CallRecord, TooShortForHeader) {
   for (std::size_t size : {std::size_t{0}, std::size_t{4}, std::size_t{32},
                            std::size_t{PMCPROF_RECORD_HEADER_SIZE - 1}}) {
     const auto buf = bytes_of(raw, size);
-    EXPECT_FALSE(decode_call_record(buf.data(), buf.size())) << size;
+    EXPECT_FALSE(decode_call_record(buf.data(), buf.size(), RecordShape::caller)) << size;
   }
 }
 
@@ -147,17 +150,17 @@ TEST(CallRecord, TooManyEvents) {
   pmcprof_record raw = sample_record();
   raw.n_events = PMCPROF_MAX_EVENTS + 1;
   const auto buf = bytes_of(raw, sizeof(raw));
-  EXPECT_FALSE(decode_call_record(buf.data(), buf.size()));
+  EXPECT_FALSE(decode_call_record(buf.data(), buf.size(), RecordShape::caller));
   raw.n_events = 0xff;  // a foreign sample (n_events is a u8 on the wire now)
   const auto buf2 = bytes_of(raw, sizeof(raw));
-  EXPECT_FALSE(decode_call_record(buf2.data(), buf2.size()));
+  EXPECT_FALSE(decode_call_record(buf2.data(), buf2.size(), RecordShape::caller));
 }
 
 TEST(CallRecord, ShortOfAnnouncedDeltas) {
   const pmcprof_record raw = sample_record();  // n_events = 2
   for (std::size_t size : {wire_size(0), wire_size(1), wire_size(2) - 1}) {
     const auto buf = bytes_of(raw, size);
-    EXPECT_FALSE(decode_call_record(buf.data(), buf.size())) << size;
+    EXPECT_FALSE(decode_call_record(buf.data(), buf.size(), RecordShape::caller)) << size;
   }
 }
 
@@ -166,7 +169,7 @@ TEST(CallRecord, CommFillsAllSixteenBytes) {
   pmcprof_record raw = sample_record();
   std::memcpy(raw.comm, "abcdefghijklmnop", 16);
   const auto buf = bytes_of(raw, wire_size(2));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->command(), "abcdefghijklmnop");
   EXPECT_EQ(rec->command().size(), 16u);
@@ -176,7 +179,7 @@ TEST(CallRecord, EmptyComm) {
   pmcprof_record raw = sample_record();
   std::memset(raw.comm, 0, sizeof(raw.comm));
   const auto buf = bytes_of(raw, wire_size(2));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->command(), "");
 }
@@ -185,7 +188,7 @@ TEST(CallRecord, CommandStopsAtFirstNul) {
   pmcprof_record raw = sample_record();
   std::memcpy(raw.comm, "ab\0cdefgh", 9);
   const auto buf = bytes_of(raw, wire_size(2));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->command(), "ab");
 }
@@ -196,7 +199,7 @@ TEST(CallRecord, MeasuredAndRanSurviveDecoding) {
   raw.measured = 0xa5;
   raw.ran = 0xf7;
   const auto buf = bytes_of(raw, wire_size(PMCPROF_MAX_EVENTS));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->measured, 0xa5u);
   EXPECT_EQ(rec->ran, 0xf7u);
@@ -234,7 +237,7 @@ TEST(CallRecord, FlagsSurviveDecoding) {
   pmcprof_record raw = sample_record();
   raw.flags = PMCPROF_REC_MIGRATED | PMCPROF_REC_NOT_COUNTED;
   const auto buf = bytes_of(raw, wire_size(2));
-  const auto rec = decode_call_record(buf.data(), buf.size());
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::caller);
   ASSERT_TRUE(rec);
   EXPECT_TRUE(rec->migrated());
   EXPECT_TRUE(rec->not_counted());
@@ -251,4 +254,47 @@ TEST(CallRecord, FlagsAreDistinctBits) {
     EXPECT_EQ(all & f, 0u) << f;      // not shared
     all |= f;
   }
+}
+
+// The compact shape (no --by): the call and its deltas only, 32 + 8 n bytes, from func_id.
+TEST(CallRecord, CompactShapeCarriesTheCallOnly) {
+  const pmcprof_record raw = sample_record();
+  const std::size_t size = PMCPROF_RECORD_HEADER_SIZE - PMCPROF_RECORD_CALL_OFFSET + 2 * 8;
+  EXPECT_EQ(size, 48u);  // 2 events: half the 96 bytes of the caller shape's first version
+  std::vector<unsigned char> buf(size + 4);  // perf's padding
+  std::memcpy(buf.data(), reinterpret_cast<const char*>(&raw) + PMCPROF_RECORD_CALL_OFFSET, size);
+  const auto rec = decode_call_record(buf.data(), buf.size(), RecordShape::call);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->func_id, 3u);
+  EXPECT_EQ(rec->wall_ns, 1500000u);
+  EXPECT_EQ(rec->oncpu_ns, 1200000u);
+  EXPECT_EQ(rec->flags, PMCPROF_REC_SLEPT | PMCPROF_REC_MULTIPLEXED);
+  EXPECT_EQ(rec->measured, 0x1u);
+  EXPECT_EQ(rec->ran, 0x3u);
+  ASSERT_EQ(rec->n_events, 2u);
+  EXPECT_EQ(rec->delta[0], 3000000u);
+  EXPECT_EQ(rec->delta[1], 4500000u);
+  EXPECT_EQ(rec->delta[2], 0u);
+  // Not on the wire: zero, not guessed.
+  EXPECT_EQ(rec->pid, 0u);
+  EXPECT_EQ(rec->cgroup_id, 0u);
+  EXPECT_EQ(rec->command(), "");
+  // Short of the call's header or of its announced deltas: not a record.
+  for (std::size_t cut : {std::size_t{0}, std::size_t{31}, size - 1})
+    EXPECT_FALSE(decode_call_record(buf.data(), cut, RecordShape::call)) << cut;
+}
+
+// The keyed shape (--by argN) is the whole record: every delta slot, then the key.
+TEST(CallRecord, KeyedShapeNeedsTheWholeRecord) {
+  pmcprof_record raw = sample_record();
+  std::strcpy(reinterpret_cast<char*>(raw.key.b), "k=1");
+  const auto full = bytes_of(raw, sizeof(raw));
+  const auto rec = decode_call_record(full.data(), full.size(), RecordShape::keyed);
+  ASSERT_TRUE(rec);
+  EXPECT_STREQ(rec->key.data(), "k=1");
+  EXPECT_EQ(rec->pid, 4242u);
+  EXPECT_EQ(rec->delta[1], 4500000u);
+  EXPECT_EQ(rec->delta[2], 0u);  // past n_events: not decoded
+  const auto cut = bytes_of(raw, sizeof(raw) - 1);
+  EXPECT_FALSE(decode_call_record(cut.data(), cut.size(), RecordShape::keyed));
 }

@@ -252,10 +252,10 @@ TEST(CallRecordKey, OnlyAFullRecordCarriesAKey) {
   raw.func_id = 2;
   raw.n_events = 1;
   std::strcpy(reinterpret_cast<char*>(raw.key.b), "SELECT 1;");
-  auto full = decode_call_record(&raw, sizeof(raw));
+  auto full = decode_call_record(&raw, sizeof(raw), RecordShape::keyed);
   ASSERT_TRUE(full);
   EXPECT_STREQ(full->key.data(), "SELECT 1;");
-  auto header_only = decode_call_record(&raw, PMCPROF_RECORD_HEADER_SIZE + 8);
+  auto header_only = decode_call_record(&raw, PMCPROF_RECORD_HEADER_SIZE + 8, RecordShape::caller);
   ASSERT_TRUE(header_only);
   EXPECT_EQ(header_only->key[0], '\0');
 }

@@ -62,6 +62,7 @@ struct FuncObjectConfig {
   bool sched_hook = true;          // suspend/resume in-flight calls at sched_switch
   bool by_cgroup = false;          // records carry the cgroup; kernel sums are keyed by it
   bool need_comm = false;          // records carry the command name
+  bool send_caller = false;        // the stream's records carry pid, tid, cpu, cgroup, comm
   std::uint32_t clock_events = 0;  // bit i: BPF event i is the on-CPU time (task-clock)
   // bit i: BPF event i is counted by the sched_switch hook (context-switches, cpu-migrations)
   std::uint32_t switch_events = 0;

@@ -119,6 +119,7 @@ class StreamAggregator {
   void clear() {
     stats_.clear();
     keys_.clear();
+    by_id_.clear();
   }
 
  private:
@@ -129,6 +130,9 @@ class StreamAggregator {
   std::map<std::uint32_t, std::size_t> keys_;  // per function: keys it has
   std::vector<CallMetricOperands> metrics_;
   std::map<FuncKey, FuncStats> stats_;
+  // Without --by a row per function: its stats by function id (map nodes do not move), so a
+  // record costs an index, not a key built and looked up.
+  std::vector<FuncStats*> by_id_;
   std::uint64_t records_ = 0;
 };
 

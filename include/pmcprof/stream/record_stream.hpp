@@ -21,8 +21,8 @@ class RecordStream {
  public:
   using Sink = std::function<void(const CallRecord&)>;
 
-  // page_count per CPU: a power of two.
-  RecordStream(int records_map_fd, std::size_t page_count, Sink sink);
+  // page_count per CPU: a power of two; shape: what the run's samples carry.
+  RecordStream(int records_map_fd, std::size_t page_count, RecordShape shape, Sink sink);
   RecordStream(RecordStream&&) = delete;
 
   int epoll_fd() const;
@@ -36,6 +36,7 @@ class RecordStream {
  private:
   static int on_event(void* ctx, int cpu, void* header);
   std::unique_ptr<perf_buffer, PerfBufferDeleter> pb_;
+  RecordShape shape_;
   Sink sink_;
   std::uint64_t received_ = 0;
   std::uint64_t lost_ = 0;
