@@ -113,15 +113,15 @@ class ReloadOnHangup {
   }
 
   explicit ReloadOnHangup(HttpServer& server)
-      : server_(server), thread_([this](std::stop_token stop) { run(stop); }) {}
+      : server_(server), thread_([this](const std::stop_token& stop) { run(stop); }) {}
 
  private:
-  void run(std::stop_token stop) {
+  void run(const std::stop_token& stop) {
     sigset_t hup;
     sigemptyset(&hup);
     sigaddset(&hup, SIGHUP);
     // Woken every 200 ms to see whether serve is stopping (no signal to wake it with).
-    const timespec tick{0, 200 * 1000 * 1000};
+    const timespec tick{0, 200L * 1000 * 1000};
     while (!stop.stop_requested()) {
       if (sigtimedwait(&hup, nullptr, &tick) == SIGHUP) server_.reload("SIGHUP");
     }

@@ -273,7 +273,7 @@ struct HttpServer::Request {
 class HttpServer::Reaper {
  public:
   explicit Reaper(std::chrono::seconds deadline)
-      : deadline_(deadline), thread_([this](std::stop_token stop) { run(stop); }) {}
+      : deadline_(deadline), thread_([this](const std::stop_token& stop) { run(stop); }) {}
   ~Reaper() {
     thread_.request_stop();
     cv_.notify_all();
@@ -294,7 +294,7 @@ class HttpServer::Reaper {
   std::uint64_t cut() const { return cut_.load(); }
 
  private:
-  void run(std::stop_token stop) {
+  void run(const std::stop_token& stop) {
     std::unique_lock lock(mu_);
     while (!stop.stop_requested()) {
       cv_.wait_for(lock, std::chrono::milliseconds(250));
@@ -350,10 +350,12 @@ class HttpServer::AuthPool {
   // was taken and the caller must suspend the connection.
   Admit submit(Job job) {
     std::lock_guard lock(mu_);
-    if (stopping_ || queue_.size() >= limits_.auth_queue) return Admit::busy;
+    const Admit admit = admit_of(job.address);
+    if (admit != Admit::queued) {
+      std::fill(job.password.begin(), job.password.end(), '\0');
+      return admit;
+    }
     Budget& b = budget(job.address);
-    if (b.tokens < 1) return Admit::limited;
-    if (b.in_flight >= limits_.auth_per_address) return Admit::limited;
     ++b.in_flight;
     // Suspended before a thread can take it: the caller suspends right after this returns,
     // still under the serving thread, and libmicrohttpd allows a resume that comes first.
@@ -362,10 +364,12 @@ class HttpServer::AuthPool {
     return Admit::queued;
   }
 
-  // Whether the address has failed checks to spare (an uncached check may be tried).
-  bool has_budget(const std::string& address) {
-    std::lock_guard lock(mu_);
-    return budget(address).tokens >= 1;
+  // Called under mu_.
+  Admit admit_of(const std::string& address) {
+    if (stopping_ || queue_.size() >= limits_.auth_queue) return Admit::busy;
+    const Budget& b = budget(address);
+    if (b.tokens < 1 || b.in_flight >= limits_.auth_per_address) return Admit::limited;
+    return Admit::queued;
   }
 
  private:
@@ -623,30 +627,25 @@ struct HttpServer::Callbacks {
       req.verdict = Request::Verdict::deny;
       return;
     }
-    switch (req.state->auth.cached(u, p)) {
-      case BasicAuth::Verdict::allow:
-        req.verdict = Request::Verdict::allow;
-        break;
-      case BasicAuth::Verdict::deny:
-        req.verdict = Request::Verdict::deny;
-        break;
-      case BasicAuth::Verdict::unknown: {
-        // Suspended before the job is queued: libmicrohttpd must see the suspension before
-        // an auth thread can resume it.
-        MHD_suspend_connection(c);
-        req.suspended = true;
-        const auto admit = self.auth_pool_->submit(
-            AuthPool::Job{c, &req, std::move(u), std::move(p), client_address(c)});
-        if (admit != AuthPool::Admit::queued) {
-          req.verdict =
-              admit == AuthPool::Admit::busy ? Request::Verdict::busy : Request::Verdict::limited;
-          req.suspended = false;
-          MHD_resume_connection(c);
-        }
-        break;
-      }
+    const auto cached = req.state->auth.cached(u, p);
+    if (cached != BasicAuth::Verdict::unknown) {
+      req.verdict =
+          cached == BasicAuth::Verdict::allow ? Request::Verdict::allow : Request::Verdict::deny;
+      std::fill(p.begin(), p.end(), '\0');
+      return;
     }
-    std::fill(p.begin(), p.end(), '\0');
+    // Suspended before the job is queued: libmicrohttpd must see the suspension before an
+    // auth thread can resume it.
+    MHD_suspend_connection(c);
+    req.suspended = true;
+    const auto admit = self.auth_pool_->submit(
+        AuthPool::Job{c, &req, std::move(u), std::move(p), client_address(c)});
+    if (admit != AuthPool::Admit::queued) {
+      req.verdict =
+          admit == AuthPool::Admit::busy ? Request::Verdict::busy : Request::Verdict::limited;
+      req.suspended = false;
+      MHD_resume_connection(c);
+    }
   }
 
   // A request done (answered, or its client gone): its state is freed and the connection

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <memory>
 
@@ -418,10 +419,10 @@ class Parser {
 // About how long one bcrypt of `cost` takes here (~60 ms at cost 10, doubling per step).
 std::string bcrypt_duration(int cost) {
   const double s = 0.06 * static_cast<double>(1ULL << cost) / 1024.0;
-  if (s < 120) return std::to_string(static_cast<long long>(s + 0.5)) + " s";
-  if (s < 7200) return std::to_string(static_cast<long long>(s / 60 + 0.5)) + " min";
-  if (s < 172800) return std::to_string(static_cast<long long>(s / 3600 + 0.5)) + " h";
-  return std::to_string(static_cast<long long>(s / 86400 + 0.5)) + " days";
+  if (s < 120) return std::to_string(std::llround(s)) + " s";
+  if (s < 7200) return std::to_string(std::llround(s / 60)) + " min";
+  if (s < 172800) return std::to_string(std::llround(s / 3600)) + " h";
+  return std::to_string(std::llround(s / 86400)) + " days";
 }
 
 std::string sha256(const std::string& data) {
