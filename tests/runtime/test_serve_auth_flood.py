@@ -45,7 +45,11 @@ class AuthFloodTest(unittest.TestCase):
                 return s.timed_get(srv.port, auth=GOOD, source="127.0.0.2")[1] == 200
             except OSError:
                 return False
-        srv.wait_up(ready=ready)
+        try:
+            srv.wait_up(ready=ready)
+        except BaseException:
+            srv.close()
+            raise
         return srv
 
     def scrape_series(self, port, n, stop=None):

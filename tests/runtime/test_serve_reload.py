@@ -81,7 +81,11 @@ class ReloadTest(unittest.TestCase):
                 return self.get(srv.port, "alice")[0] == 200
             except OSError:
                 return False
-        srv.wait_up(ready=ready)
+        try:
+            srv.wait_up(ready=ready)
+        except BaseException:
+            srv.close()
+            raise
         failures, scrapes = [], [0]
         stop = threading.Event()
 

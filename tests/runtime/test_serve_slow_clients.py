@@ -65,7 +65,11 @@ class SlowClientsTest(unittest.TestCase):
                 return s.timed_get(srv.port, auth=GOOD, source="127.0.0.2")[1] == 200
             except OSError:
                 return False
-        srv.wait_up(ready=ready)
+        try:
+            srv.wait_up(ready=ready)
+        except BaseException:
+            srv.close()
+            raise
         return srv
 
     def scrapes(self, port, n):

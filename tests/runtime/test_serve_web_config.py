@@ -100,8 +100,12 @@ class WebConfigTest(unittest.TestCase):
         path = self.write(name, f"tls_server_config:\n  cert_file: {crt}\n  key_file: {key}\n"
                           + extra)
         srv = s.Serve(["-e", "task-clock", "--web.config.file", path], scheme="https")
-        srv.wait_up(ready=lambda: s.curl(["--cacert", self.certs["ca.crt"], *client, srv.url])[1]
-                    == 200)
+        try:
+            srv.wait_up(ready=lambda: s.curl(["--cacert", self.certs["ca.crt"], *client,
+                                              srv.url])[1] == 200)
+        except BaseException:
+            srv.close()
+            raise
         return srv
 
     def handshake(self, srv, args, want, what):
