@@ -215,9 +215,19 @@ struct {
   __uint(max_entries, 1); /* sized by the loader when following processes */
 } tracked SEC(".maps");
 
-/* Kernel aggregation by function: scalars at func_id, histograms at func_id * n_hists + h. */
+/* Kernel aggregation by function: scalars at func_id, histograms at func_id * n_hists + h.
+ * A histogram's buckets are one byte per CPU (1.6 KiB; 8 functions x 8 events fit in 128 KiB a
+ * CPU): the 256th call in a bucket on a CPU wraps it to 0, then adds 1 to the bucket's carry,
+ * shared by every CPU (hist_carry at the same index, hists_keyed_carry under the same key).
+ * A carry is added rarely (once in 256 calls at most), so CPUs do not contend for it; added
+ * after the wrap, a reader that takes the carries first and the buckets after never sees more
+ * calls than were made (FuncObject::read_hist). */
 struct hist {
-  __u32 bucket[PMCPROF_HIST_BUCKETS];
+  __u8 bucket[PMCPROF_HIST_BUCKETS];
+};
+
+struct hist_carry {
+  __u32 bucket[PMCPROF_HIST_BUCKETS]; /* wraps of the per-CPU buckets: 256 calls each */
 };
 
 struct {
@@ -234,6 +244,13 @@ struct {
   __uint(max_entries, 1);
 } hists SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __type(key, __u32);
+  __type(value, struct hist_carry);
+  __uint(max_entries, 1);
+} hist_carry SEC(".maps");
+
 /* ... and by function and key (--by cgroup, --by argN), preallocated to the keys the run
  * allows. */
 struct {
@@ -249,6 +266,20 @@ struct {
   __type(value, struct hist);
   __uint(max_entries, 1);
 } hists_keyed SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, struct pmcprof_agg_key);
+  __type(value, struct hist_carry);
+  __uint(max_entries, 1);
+} hists_keyed_carry SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __type(key, __u32);
+  __type(value, struct hist_carry);
+  __uint(max_entries, 1);
+} zero_carry SEC(".maps"); /* keyed only: a zeroed carry to insert */
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -1014,9 +1045,42 @@ static __always_inline struct hist *hist_of(__u32 func_id, __u32 h, struct pmcpr
   return bpf_map_lookup_elem(&hists_keyed, k);
 }
 
+/* A per-CPU bucket wrapped: its carry grows by one (256 calls). Out of line: verified once,
+ * not at every histogram the exit adds to. */
+__attribute__((noinline)) int carry_add(__u32 func_id, __u32 h, struct pmcprof_agg_key *k,
+                                        __u32 bucket) {
+  struct hist_carry *c;
+  /* On the rodata, not on k: verified on its own (global), this function must leave the map
+   * a run does not create in a branch the verifier knows is dead. */
+  if (!agg_keyed) {
+    __u32 key = func_id * n_hists + h;
+    c = bpf_map_lookup_elem(&hist_carry, &key);
+  } else {
+    if (!k) return 0;
+    c = bpf_map_lookup_elem(&hists_keyed_carry, k);
+    if (!c) {
+      __u32 zero = 0;
+      struct hist_carry *z = bpf_map_lookup_elem(&zero_carry, &zero);
+      if (z) bpf_map_update_elem(&hists_keyed_carry, k, z, BPF_NOEXIST);
+      c = bpf_map_lookup_elem(&hists_keyed_carry, k);
+    }
+  }
+  if (!c || bucket >= PMCPROF_HIST_BUCKETS) {
+    stat_inc(func_id, STAT_AGG_FULL); /* 256 calls out of the histogram: said, not hidden */
+    return 0;
+  }
+  /* A fetching add (its result used): ordered after the wrap's store on every architecture
+   * (arm64: ldaddal), so no reader sees the carry before the wrap. */
+  return __sync_fetch_and_add(&c->bucket[bucket], 1) == ~0u;
+}
+
 static __always_inline void hist_add(__u32 func_id, __u32 h, struct pmcprof_agg_key *k, __u64 v) {
   struct hist *hp = hist_of(func_id, h, k);
-  if (hp) hp->bucket[bucket_of(v)]++;
+  if (!hp) return;
+  const __u64 b = bucket_of(v);
+  const __u8 n = hp->bucket[b] + 1;
+  hp->bucket[b] = n;
+  if (n == 0) carry_add(func_id, h, k, (__u32)b); /* k: hist_of set its histogram */
 }
 
 /* The sums of key k (hist 0), created when new. --by argN: a function keeps at most max_keys

@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -31,7 +32,11 @@ static_assert(sizeof(CallMetricOperands) == sizeof(pmcprof_metric));
 
 namespace {
 
-struct Hist {  // struct hist in bpf/func.bpf.c
+struct Hist {  // struct hist in bpf/func.bpf.c: one byte a bucket per CPU
+  __u8 bucket[PMCPROF_HIST_BUCKETS];
+};
+
+struct HistCarry {  // struct hist_carry: the buckets' wraps, 256 calls each, for every CPU
   __u32 bucket[PMCPROF_HIST_BUCKETS];
 };
 
@@ -159,8 +164,12 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   // The calibration id never reaches the aggregation (its calls go to `calib`).
   create_map(skel->maps.aggs, kernel_agg && !keyed ? at_least_one(config.n_funcs) : 0);
   create_map(skel->maps.hists, kernel_agg && !keyed ? at_least_one(config.n_funcs) * n_hists : 0);
+  create_map(skel->maps.hist_carry,
+             kernel_agg && !keyed ? at_least_one(config.n_funcs) * n_hists : 0);
   create_map(skel->maps.aggs_keyed, keyed ? at_least_one(keys) : 0);
   create_map(skel->maps.hists_keyed, keyed ? at_least_one(keys * n_hists) : 0);
+  create_map(skel->maps.hists_keyed_carry, keyed ? at_least_one(keys * n_hists) : 0);
+  create_map(skel->maps.zero_carry, keyed ? 1 : 0);
   create_map(skel->maps.agg_key, keyed ? 1 : 0);
   create_map(skel->maps.zero_hist, keyed ? 1 : 0);
   create_map(skel->maps.zero_agg, keyed ? 1 : 0);
@@ -441,32 +450,35 @@ std::uint64_t FuncObject::untracked() const {
   return skel_->bss->untracked;
 }
 
-std::vector<std::uint64_t> FuncObject::read_hist(int map_fd, const void* key,
+std::vector<std::uint64_t> FuncObject::read_hist(int map_fd, int carry_fd, const void* key,
                                                  std::size_t key_size) {
-  // The kernel's buckets are 32 bits per CPU (memory: 6.6 KiB a histogram); they wrap after
-  // 2^32 calls in one bucket on one CPU. Each read adds what a bucket grew since the last
-  // read, modulo 2^32, to a 64-bit total: exact while a bucket grows by less than 2^32
-  // between reads (the session reads at least once a minute).
+  // A bucket's calls: 256 x its carry (shared by the CPUs) + its byte on each CPU. BPF adds a
+  // carry after the byte wrapped, and the carries are read first, so a read running beside
+  // the probes can come out low (a wrap seen, its carry not yet), never high; the total is
+  // therefore never taken back below what an earlier read saw, and a read after the probes
+  // stopped is exact. The 32-bit carries wrap after 2^32 x 256 calls in one bucket: each read
+  // adds what a carry grew since the last one, modulo 2^32 (the session reads at least once a
+  // minute).
   HistState& st = hist_state_[std::string(static_cast<const char*>(key), key_size)];
-  std::size_t cpu = 0;
+  if (st.total.empty()) {
+    st.total.assign(PMCPROF_HIST_BUCKETS, 0);
+    st.carried.assign(PMCPROF_HIST_BUCKETS, 0);
+    st.carry_last.assign(PMCPROF_HIST_BUCKETS, 0);
+  }
+  HistCarry carry{};
+  if (bpf_map_lookup_elem(carry_fd, key, &carry) != 0 && errno != ENOENT)
+    throw SystemError("cannot read a histogram's carries: " + errno_string(errno));
+  for (std::uint32_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b) {
+    st.carried[b] += static_cast<std::uint32_t>(carry.bucket[b] - st.carry_last[b]);
+    st.carry_last[b] = carry.bucket[b];
+  }
+  std::vector<std::uint64_t> now(PMCPROF_HIST_BUCKETS);
+  for (std::uint32_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b) now[b] = st.carried[b] * 256;
   for_each_cpu_value<Hist>(map_fd, key, [&](const Hist& h) {
-    if (st.last.size() <= cpu) st.last.resize(cpu + 1);
-    const auto& before = st.last[cpu];
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> now;
-    std::size_t k = 0;
-    for (std::uint32_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b) {
-      while (k < before.size() && before[k].first < b) ++k;
-      const std::uint32_t prev = k < before.size() && before[k].first == b ? before[k].second : 0;
-      const std::uint32_t v = h.bucket[b];
-      if (const std::uint32_t grew = v - prev; grew != 0) {
-        if (st.total.empty()) st.total.assign(PMCPROF_HIST_BUCKETS, 0);
-        st.total[b] += grew;
-      }
-      if (v != 0) now.emplace_back(b, v);
-    }
-    st.last[cpu] = std::move(now);
-    ++cpu;
+    for (std::uint32_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b) now[b] += h.bucket[b];
   });
+  for (std::uint32_t b = 0; b < PMCPROF_HIST_BUCKETS; ++b)
+    st.total[b] = std::max(st.total[b], now[b]);
   return st.total;
 }
 
@@ -499,13 +511,14 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
   };
   if (!ro->agg_keyed) {
     const int agg_fd = bpf_map__fd(skel_->maps.aggs), hist_fd = bpf_map__fd(skel_->maps.hists);
+    const int carry_fd = bpf_map__fd(skel_->maps.hist_carry);
     for (__u32 f = 0; f < config_.n_funcs; ++f) {
       KernelAggregate ka;
       ka.func_id = f;
       ka.agg = merged(agg_fd, &f);
       auto read = [&](__u32 h) {
         const __u32 key = f * ro->n_hists + h;
-        return read_hist(hist_fd, &key, sizeof(key));
+        return read_hist(hist_fd, carry_fd, &key, sizeof(key));
       };
       ka.hists = read_hists(read);
       ka.metric_hists = read_metric_hists(read);
@@ -515,6 +528,7 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
   }
   const int agg_fd = bpf_map__fd(skel_->maps.aggs_keyed);
   const int hist_fd = bpf_map__fd(skel_->maps.hists_keyed);
+  const int carry_fd = bpf_map__fd(skel_->maps.hists_keyed_carry);
   pmcprof_agg_key key{}, next{};
   const void* prev = nullptr;
   while (bpf_map_get_next_key(agg_fd, prev, &next) == 0) {
@@ -530,7 +544,7 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
     auto read = [&](__u32 h) {
       pmcprof_agg_key hk = key;
       hk.hist = static_cast<__u16>(h);
-      return read_hist(hist_fd, &hk, sizeof(hk));
+      return read_hist(hist_fd, carry_fd, &hk, sizeof(hk));
     };
     ka.hists = read_hists(read);
     ka.metric_hists = read_metric_hists(read);

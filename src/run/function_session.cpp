@@ -671,8 +671,8 @@ std::vector<RunLoopOptions::Reader> FunctionSession::readers() {
   std::vector<RunLoopOptions::Reader> out;
   if (st_->stream) out.push_back({st_->stream->epoll_fd(), [this] { st_->stream->drain(); }});
   if (st_->agg != AggregateChoice::stream) {
-    // The kernel's histogram buckets are 32 bits per CPU: reading them at least once a minute
-    // carries their growth into 64-bit totals before any can wrap.
+    // The kernel's histogram carries are 32 bits (FuncObject::read_hist): reading them at least
+    // once a minute carries their growth into 64-bit totals before any can wrap.
     st_->keep_reading.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     itimerspec every{{60, 0}, {60, 0}};
     if (!st_->keep_reading || timerfd_settime(st_->keep_reading.get(), 0, &every, nullptr) != 0)

@@ -219,10 +219,12 @@ class FuncObject {
   static void destroy(func_bpf* skel);
   FuncObject(BpfEventMap events, FuncObjectConfig config)
       : events_(std::move(events)), config_(std::move(config)) {}
-  std::vector<std::uint64_t> read_hist(int map_fd, const void* key, std::size_t key_size);
+  std::vector<std::uint64_t> read_hist(int map_fd, int carry_fd, const void* key,
+                                       std::size_t key_size);
   struct HistState {
-    std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> last;  // per CPU
-    std::vector<std::uint64_t> total;
+    std::vector<std::uint64_t> carried;     // the carries, unwrapped (x 256 calls)
+    std::vector<std::uint32_t> carry_last;  // as last read
+    std::vector<std::uint64_t> total;       // never below what a read saw
   };
   std::map<std::string, HistState> hist_state_;  // by map key bytes
   BpfEventMap events_;
