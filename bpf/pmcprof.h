@@ -80,12 +80,12 @@ struct pmcprof_key {
  * two [2^e, 2^(e+1)) is cut into 128 equal steps, and consecutive steps are merged into
  * buckets whose upper bound is at most 2% above their lower bound (PMCPROF_HIST_PER_OCTAVE
  * buckets per octave). A bucket's representative value (the harmonic mean of its bounds,
- * see histogram.cpp) is then within 1% of any value in it. Values from 0.99 x 2^44 (1.7e13:
- * 4.8 hours in ns) share the last bucket; min and max are kept exactly beside the histogram. */
+ * see histogram.cpp) is then within 1% of any value in it. Values from 0.99 x 2^42 (4.3e12:
+ * 72 minutes in ns) share the last bucket; min and max are kept exactly beside the histogram. */
 #define PMCPROF_HIST_EXACT_BITS 7
 #define PMCPROF_HIST_EXACT (1u << PMCPROF_HIST_EXACT_BITS)
 #define PMCPROF_HIST_PER_OCTAVE 42
-#define PMCPROF_HIST_MAX_LOG2 44
+#define PMCPROF_HIST_MAX_LOG2 42 /* 42, not 44: 8 functions x 8 events in 128 KiB a CPU */
 #define PMCPROF_HIST_BUCKETS \
   (PMCPROF_HIST_EXACT + PMCPROF_HIST_PER_OCTAVE * (PMCPROF_HIST_MAX_LOG2 - PMCPROF_HIST_EXACT_BITS))
 

@@ -19,8 +19,8 @@ namespace {
 
 constexpr double kNoMin = 0;
 constexpr double kNoMax = std::numeric_limits<double>::max();
-// The last bucket: the top bucket of the octave [2^43, 2^44), open-ended so that it also
-// holds every value from 2^44 up (PMCPROF_HIST_MAX_LOG2).
+// The last bucket: the top bucket of the octave [2^41, 2^42), open-ended so that it also
+// holds every value from 2^42 up (PMCPROF_HIST_MAX_LOG2).
 constexpr std::uint32_t kLast = Histogram::kBuckets - 1;
 
 // A percentile without the min/max clamp: the bucket's representative itself.
@@ -109,8 +109,8 @@ TEST(HistogramBuckets, ExactBelow128) {
 }
 
 TEST(HistogramBuckets, FortyTwoPerOctave) {
-  EXPECT_EQ(Histogram::kBuckets, 128u + 42u * (44u - 7u));
-  for (unsigned e = 7; e < 44; ++e) {
+  EXPECT_EQ(Histogram::kBuckets, 128u + 42u * (42u - 7u));
+  for (unsigned e = 7; e < 42; ++e) {
     const std::uint32_t first = Histogram::bucket_of(1ULL << e);
     EXPECT_EQ(first, 128u + 42u * (e - 7)) << "2^" << e;
     EXPECT_EQ(Histogram::bucket_of((2ULL << e) - 1), first + 41) << "2^" << e + 1 << " - 1";
@@ -119,7 +119,7 @@ TEST(HistogramBuckets, FortyTwoPerOctave) {
 
 TEST(HistogramBuckets, EveryBucketAtMostTwoPercentWide) {
   // upper / lower <= 1.02 (upper is the first value past the bucket); the last bucket is
-  // open-ended by design (everything from ~0.99 * 2^44 ns, 4.8 hours).
+  // open-ended by design (everything from ~0.99 * 2^42 ns, 72 minutes).
   double widest = 0;
   for (std::uint32_t b = 0; b < kLast; ++b) {
     const double lo = static_cast<double>(Histogram::bucket_lower(b));
@@ -170,18 +170,18 @@ TEST(HistogramBuckets, TileTheLine) {
   }
   // The last bucket starts inside the last octave kept (it is that octave's top bucket) and
   // runs to the end of the line.
-  EXPECT_EQ(Histogram::bucket_of((1ULL << 44) - 1), kLast);
-  EXPECT_EQ(Histogram::bucket_of(1ULL << 44), kLast);
-  EXPECT_GT(Histogram::bucket_lower(kLast), 1ULL << 43);
-  EXPECT_LT(Histogram::bucket_lower(kLast), 1ULL << 44);
+  EXPECT_EQ(Histogram::bucket_of((1ULL << 42) - 1), kLast);
+  EXPECT_EQ(Histogram::bucket_of(1ULL << 42), kLast);
+  EXPECT_GT(Histogram::bucket_lower(kLast), 1ULL << 41);
+  EXPECT_LT(Histogram::bucket_lower(kLast), 1ULL << 42);
   EXPECT_EQ(Histogram::bucket_upper(kLast), std::numeric_limits<std::uint64_t>::max());
   EXPECT_EQ(Histogram::bucket_of(std::numeric_limits<std::uint64_t>::max()), kLast);
   EXPECT_EQ(Histogram::bucket_of(1ULL << 50), kLast);
 }
 
 TEST(HistogramBuckets, PowersOfTwoAreBoundaries) {
-  // Up to 2^43, the start of the last octave kept (2^44 falls inside the open last bucket).
-  for (unsigned k = 0; k <= 43; ++k) {
+  // Up to 2^41, the start of the last octave kept (2^42 falls inside the open last bucket).
+  for (unsigned k = 0; k <= 41; ++k) {
     const std::uint64_t p = 1ULL << k;
     EXPECT_EQ(Histogram::bucket_lower(Histogram::bucket_of(p)), p) << "2^" << k;
     if (p > 1) {
@@ -486,7 +486,7 @@ TEST(Histogram, AddAndAddBucketAgree) {
   std::uint64_t x = 12345;
   for (int i = 0; i < 5000; ++i) {
     x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    values.push_back((x >> 20) % (1ULL << (i % 44)));
+    values.push_back((x >> 20) % (1ULL << (i % 42)));
   }
   values.push_back(0);
   values.push_back(~0ULL);

@@ -6,18 +6,18 @@
 namespace pmcprof {
 
 // The histogram the BPF side keeps (bpf/pmcprof.h): exact below 128, then 42 buckets per
-// power of two, each at most 2% wide; the last bucket is open-ended from 17,386,027,614,208
-// (0.99 x 2^44). Stream and kernel aggregation fill the same buckets, so
+// power of two, each at most 2% wide; the last bucket is open-ended from 4,346,506,903,552
+// (0.99 x 2^42). Stream and kernel aggregation fill the same buckets, so
 // their percentiles agree exactly. A percentile is its bucket's representative value (within
 // 1% of every value in the bucket), clamped to the exact min and max kept beside it.
 // Storage is sparse by octave: a histogram costs memory only where it has values.
 class Histogram {
  public:
-  static constexpr std::uint32_t kBuckets = 128 + 42 * (44 - 7);
+  static constexpr std::uint32_t kBuckets = 128 + 42 * (42 - 7);
 
   static std::uint32_t bucket_of(std::uint64_t v);
   // Smallest value that falls in bucket b, and the first value past it (the last bucket
-  // holds everything from 2^44 up: its upper bound is 2^64 - 1).
+  // holds everything from 2^42 up: its upper bound is 2^64 - 1).
   static std::uint64_t bucket_lower(std::uint32_t b);
   static std::uint64_t bucket_upper(std::uint32_t b);
   // The value that stands for bucket b: the harmonic mean of its first and last value,
