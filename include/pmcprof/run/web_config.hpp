@@ -96,8 +96,9 @@ int bcrypt_cost(const std::string& hash);
 // HTTP basic authentication against basic_auth_users. bcrypt is slow on purpose (~60 ms at
 // cost 10 here), so verdicts are cached by SHA-256 of user and password (as the toolkit caches
 // them; no password is kept): right ones and wrong ones apart, so a flood of wrong guesses
-// evicts only wrong ones. An unknown user costs a bcrypt at the highest cost configured, so
-// timing does not tell which users exist. Thread-safe.
+// evicts only wrong ones. Every check, of a known user or an unknown one, runs one bcrypt at
+// each distinct cost configured (the user's own hash at its cost, a stand-in at the others),
+// so timing does not tell which users exist, even when their costs differ. Thread-safe.
 class BasicAuth {
  public:
   enum class Verdict { unknown, allow, deny };
@@ -114,7 +115,8 @@ class BasicAuth {
  private:
   static std::string key_of(const std::string& user, const std::string& password);
   std::map<std::string, std::string> users_;
-  std::string dummy_hash_;  // an unknown user's check costs this (the costliest user's hash)
+  // One configured hash of each distinct cost: a check runs each cost once.
+  std::map<int, std::string> hash_of_cost_;
   mutable std::mutex mu_;
   std::map<std::string, bool> allowed_;  // key: SHA-256 of user NUL password (binary)
   std::map<std::string, bool> denied_;
