@@ -167,6 +167,11 @@ struct HttpServer::FileStamp {
   bool operator==(const FileStamp&) const = default;
 };
 
+struct HttpServer::Watch {
+  std::vector<std::string> files;
+  std::vector<FileStamp> stamps;  // one per file
+};
+
 std::vector<HttpServer::FileStamp> HttpServer::stamps_of(const std::vector<std::string>& files) {
   std::vector<HttpServer::FileStamp> out;
   for (const auto& f : files) {
@@ -425,7 +430,13 @@ class HttpServer::AuthPool {
       Job job = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      const bool ok = job.request->state->auth.verify(job.user, job.password);
+      bool ok = false;
+      try {
+        ok = job.request->state->auth.verify(job.user, job.password);
+      } catch (const std::exception& e) {
+        // Denied, and the connection resumed all the same (never left suspended).
+        log_line(std::string("password check failed: ") + e.what());
+      }
       lock.lock();
       Budget& b = budget(job.address);
       --b.in_flight;
@@ -536,6 +547,15 @@ struct HttpServer::Callbacks {
     return MHD_queue_response(c, static_cast<unsigned>(status), r.get());
   }
 
+  // Whether a handshake made under config `a` checked the client as `b` would.
+  static bool same_client_rules(const State& a, const State& b) {
+    if (&a == &b) return true;
+    if (!a.web.tls || !b.web.tls) return a.web.tls.has_value() == b.web.tls.has_value();
+    const TlsServerConfig &x = *a.web.tls, &y = *b.web.tls;
+    return x.client_auth == y.client_auth && x.client_ca_pem == y.client_ca_pem &&
+           x.client_allowed_sans == y.client_allowed_sans;
+  }
+
   static Conn* conn_of(MHD_Connection* c) {
     const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info ? static_cast<Conn*>(info->socket_context) : nullptr;
@@ -558,6 +578,13 @@ struct HttpServer::Callbacks {
       req = new Request;
       *con_cls = req;
       req->state = self.state();
+      // A connection's handshake was judged by the config of its start: when a reload has
+      // changed the client certificate rules since (say NoClientCert with passwords to
+      // RequireAndVerifyClientCert without), a request on it would be judged by the new
+      // config's passwords alone, with no certificate checked: closed instead, so the client
+      // connects again under the new rules.
+      if (const Conn* conn = conn_of(c); conn && !same_client_rules(*conn->state, *req->state))
+        return MHD_NO;
       decide(self, c, *req);
       if (req->suspended) return MHD_YES;
     }
@@ -702,8 +729,12 @@ struct HttpServer::Callbacks {
     }
     if (gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, st.cred) < 0 ||
         gnutls_priority_set(session, st.priority) < 0) {
-      // The session keeps the credentials it was started with: the handshake fails or
-      // uses the first config's certificate; nothing is served without the rules below.
+      // The session would keep the first config's certificate and priorities (perhaps
+      // replaced for a reason): no handshake at all instead (the rules below still set).
+      log_line(
+          "TLS: cannot give a new connection the current certificate and priorities; "
+          "closed");
+      if (conn.fd >= 0) ::shutdown(conn.fd, SHUT_RDWR);
     }
     switch (tls->client_auth) {
       case ClientAuth::no_client_cert:
@@ -787,7 +818,7 @@ HttpServer::HttpServer(const ListenAddress& address, const WebConfig& web, Handl
       limits_(limits),
       tls_(web.tls.has_value()),
       state_(std::make_shared<State>(web)),
-      seen_(std::make_shared<const std::vector<FileStamp>>(stamps_of(web.files))),
+      seen_(std::make_shared<const Watch>(Watch{web.files, stamps_of(web.files)})),
       auth_pool_(std::make_unique<AuthPool>(limits)),
       reaper_(std::make_unique<Reaper>(std::chrono::seconds(limits.head_deadline_s))),
       listen_fd_(bind_listener(address)) {
@@ -850,18 +881,19 @@ std::shared_ptr<HttpServer::State> HttpServer::state() const {
 }
 
 void HttpServer::reload_if_changed() {
-  const auto current = state();
-  if (current->web.path.empty()) return;
-  std::shared_ptr<const std::vector<FileStamp>> seen;
+  std::shared_ptr<const Watch> seen;
   {
     std::lock_guard lock(state_mu_);
     seen = seen_;
   }
-  if (stamps_of(current->web.files) == *seen) return;
+  if (seen->files.empty() || stamps_of(seen->files) == seen->stamps) return;
   // Another thread reloading already: this request keeps the config it has.
   std::unique_lock lock(reload_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;
-  if (state() != current) return;  // reloaded meanwhile
+  {
+    std::lock_guard state_lock(state_mu_);
+    if (seen_ != seen) return;  // read again meanwhile (taken or refused)
+  }
   lock.unlock();
   reload("a changed file");
 }
@@ -875,30 +907,49 @@ bool HttpServer::reload(const char* why) {
     return false;
   }
   // Stamped before reading, so that a change made while it is read is seen next time.
-  auto stamps = stamps_of(current->web.files);
+  const Watch before{current->web.files, stamps_of(current->web.files)};
+  // The stamps of `files`: taken before reading for the files watched already, now for others.
+  auto watch_of = [&before](const std::vector<std::string>& files) {
+    Watch w{files, {}};
+    for (const auto& f : files) {
+      const auto it = std::find(before.files.begin(), before.files.end(), f);
+      w.stamps.push_back(it != before.files.end()
+                             ? before.stamps[static_cast<std::size_t>(it - before.files.begin())]
+                             : stamps_of({f}).front());
+    }
+    return w;
+  };
+  std::vector<std::string> named;  // the files the new config names, once it parsed
   std::shared_ptr<State> next;
   try {
     WebConfig web = load_web_config(path);
-    if (web.files != current->web.files) stamps = stamps_of(web.files);
+    named = web.files;
     if (web.tls.has_value() != tls_)
       throw UserError(std::string("it turns TLS ") + (tls_ ? "off" : "on") +
                       ", which takes a restart of pmcprof serve");
     next = std::make_shared<State>(std::move(web));
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     // Kept: a half-written or wrong file must not take the service down or open it up.
-    // Its stamps are taken as seen, so that it is not read again until it changes again.
+    // Watched: the serving config's files and those the refused one names, as they are now,
+    // so that it is read again once one of them changes, and not before (a watch of files
+    // other than the stamped ones read it again on every request, one line each).
+    std::vector<std::string> files = before.files;
+    for (const auto& f : named)
+      if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+    auto seen = std::make_shared<const Watch>(watch_of(files));
     {
       std::lock_guard state_lock(state_mu_);
-      seen_ = std::make_shared<const std::vector<FileStamp>>(std::move(stamps));
+      seen_ = std::move(seen);
     }
     log_line(std::string("reload (") + why +
              ") failed, still serving the previous web config: " + e.what());
     return false;
   }
+  auto seen = std::make_shared<const Watch>(watch_of(named));
   {
     std::lock_guard state_lock(state_mu_);
     state_ = next;
-    seen_ = std::make_shared<const std::vector<FileStamp>>(std::move(stamps));
+    seen_ = std::move(seen);
   }
   log_line(std::string("reloaded the web config ") + path + " (" + why + ")");
   return true;

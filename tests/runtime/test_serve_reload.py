@@ -12,6 +12,9 @@ scraper (user alice, in every config) scraping over HTTPS every 30 ms throughout
 - A broken config (a duplicate key) is refused in one line per attempt and the last good one
   keeps serving (carol 200, bob 401); fixing it takes effect again.
 - The scraper never failed, and SIGTERM still ends serve with status 0.
+- A config refused after it parsed (it turns TLS off) is logged once, not once per request.
+- A keep-alive connection opened before a reload from passwords to client certificates is
+  closed, not served without credentials.
 - packaging/pmcprof.service reloads with `ExecReload=/bin/kill -HUP $MAINPID`.
 """
 import base64
@@ -157,6 +160,88 @@ class ReloadTest(unittest.TestCase):
         t.log(f"{scrapes[0]} scrapes during the reloads, {len(failures)} failed")
         self.assertFalse(failures, failures[:5])
 
+    def alice_served(self, port):
+        try:
+            return self.get(port, "alice")[0] == 200
+        except OSError:
+            return False
+
+    def test_refused_config_is_read_once(self):
+        """A config refused after it parsed, naming other files than the serving one (it turns
+        TLS off: no cert_file, no key_file), was read again on every request and handshake, one
+        line each: now once, then again on SIGHUP or when one of the files changes."""
+        self.write_config((self.certs["server.crt"], self.certs["server.key"]), ["alice"])
+        srv = s.Serve(["-e", "task-clock", "--web.config.file", self.config], scheme="https")
+        try:
+            srv.wait_up(ready=lambda: self.alice_served(srv.port))
+            with open(self.config + ".new", "w") as f:
+                f.write(f"basic_auth_users:\n  alice: '{self.hashes['alice']}'\n")
+            os.replace(self.config + ".new", self.config)
+            for _ in range(10):
+                self.assertEqual(self.get(srv.port, "alice")[0], 200)
+            refused = srv.stderr().count("turns TLS off")
+            srv.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(t.wait_for(lambda: "(SIGHUP) failed" in srv.stderr(), 5, step=0.05),
+                            srv.stderr())
+            for _ in range(5):
+                self.assertEqual(self.get(srv.port, "alice")[0], 200)
+            after_hup = srv.stderr().count("turns TLS off")
+            # Fixed (TLS again, bob added): taken at the next request.
+            self.write_config((self.certs["server.crt"], self.certs["server.key"]),
+                              ["alice", "bob"])
+            self.assertTrue(t.wait_for(lambda: self.get(srv.port, "bob")[0] == 200, 5,
+                                       step=0.05), srv.stderr())
+        finally:
+            rc, _, err = srv.close()
+        t.log(f"a config turning TLS off: {refused} line(s) for 11 requests, {after_hup} after "
+              "SIGHUP and 5 more")
+        self.assertEqual(refused, 1, err)
+        self.assertEqual(after_hup, 2, err)
+        self.assertEqual(rc, 0, err)
+
+    def test_open_connection_under_new_client_rules(self):
+        """From passwords to client certificates: a keep-alive connection opened (without a
+        certificate) before the reload got 200 with no credentials at all after it (the new
+        config's empty user list, its handshake never asked for a certificate). Now it is
+        closed unanswered; a new connection needs the certificate."""
+        self.write_config((self.certs["server.crt"], self.certs["server.key"]), ["alice"])
+        srv = s.Serve(["-e", "task-clock", "--web.config.file", self.config], scheme="https")
+        try:
+            srv.wait_up(ready=lambda: self.alice_served(srv.port))
+            ctx = ssl.create_default_context(cafile=self.certs["ca.crt"])
+            conn = http.client.HTTPSConnection("127.0.0.1", srv.port, context=ctx, timeout=5)
+            try:
+                conn.request("GET", "/metrics")
+                resp = conn.getresponse()
+                resp.read()
+                self.assertEqual(resp.status, 401)
+                with open(self.config + ".new", "w") as f:
+                    f.write("tls_server_config:\n  cert_file: server.crt\n"
+                            "  key_file: server.key\n  client_ca_file: ca.crt\n"
+                            "  client_auth_type: RequireAndVerifyClientCert\n")
+                os.replace(self.config + ".new", self.config)
+                try:
+                    conn.request("GET", "/metrics")
+                    resp = conn.getresponse()
+                    resp.read()
+                    after = resp.status
+                except (OSError, http.client.HTTPException) as e:
+                    after = repr(e)
+            finally:
+                conn.close()
+            client = ["--cert", self.certs["client.crt"], "--key", self.certs["client.key"]]
+            with_cert = s.curl(["--cacert", self.certs["ca.crt"], *client, srv.url])[1]
+            without = s.curl(["--cacert", self.certs["ca.crt"], srv.url])[1]
+        finally:
+            rc, _, err = srv.close()
+        t.log(f"the open connection after the reload: {after}; new ones: with the client "
+              f"certificate HTTP {with_cert}, without {without}")
+        self.assertNotEqual(after, 200, "served with no credentials on an older connection")
+        self.assertEqual(with_cert, 200, err)
+        self.assertIsNone(without, err)
+        self.assertIn("reloaded the web config", err)
+        self.assertEqual(rc, 0, err)
+
     def test_unit_reloads_with_sighup(self):
         unit = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "packaging",
                             "pmcprof.service")
@@ -166,4 +251,5 @@ class ReloadTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    raise SystemExit(t.main(requires=("root", "program:openssl", "python:crypt"), doc=__doc__))
+    raise SystemExit(t.main(requires=("root", "program:openssl", "program:curl", "python:crypt"),
+                            doc=__doc__))

@@ -101,6 +101,7 @@ class HttpServer {
  private:
   struct State;  // one loaded web config: basic auth, TLS credentials and priorities
   struct FileStamp;
+  struct Watch;  // the files a reload watches and their stamps when last read
   struct Conn;
   struct Request;
   class AuthPool;
@@ -118,8 +119,8 @@ class HttpServer {
   bool tls_ = false;
   mutable std::mutex state_mu_;
   std::shared_ptr<State> state_;
-  std::shared_ptr<const std::vector<FileStamp>> seen_;  // the config's files when last read
-  std::mutex reload_mu_;                                // one reload at a time
+  std::shared_ptr<const Watch> seen_;  // what reload_if_changed compares against
+  std::mutex reload_mu_;               // one reload at a time
   std::atomic<std::size_t> bytes_in_flight_{0};
   std::unique_ptr<AuthPool> auth_pool_;
   std::unique_ptr<Reaper> reaper_;
