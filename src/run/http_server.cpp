@@ -928,6 +928,7 @@ bool HttpServer::reload(const char* why) {
       throw UserError(std::string("it turns TLS ") + (tls_ ? "off" : "on") +
                       ", which takes a restart of pmcprof serve");
     next = std::make_shared<State>(std::move(web));
+    next->auth.keep_verdicts_of(current->auth);
   } catch (const std::exception& e) {
     // Kept: a half-written or wrong file must not take the service down or open it up.
     // Watched: the serving config's files and those the refused one names, as they are now,

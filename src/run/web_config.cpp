@@ -593,10 +593,26 @@ bool BasicAuth::verify(const std::string& user, const std::string& password) {
   ++bcrypt_runs_;
   // Bounded both: a flood of wrong guesses empties only the wrong ones, never a scraper's
   // right verdict (right ones can only be made with a right password).
-  auto& verdicts = ok ? allowed_ : denied_;
-  if (verdicts.size() >= 1024) verdicts.clear();
-  verdicts[key] = ok;
+  if (ok) {
+    if (allowed_.size() >= 1024) allowed_.clear();
+    allowed_[key] = user;
+  } else {
+    if (denied_.size() >= 1024) denied_.clear();
+    denied_[key] = false;
+  }
   return ok;
+}
+
+void BasicAuth::keep_verdicts_of(const BasicAuth& previous) {
+  if (&previous == this) return;
+  std::scoped_lock lock(mu_, previous.mu_);
+  for (const auto& [key, user] : previous.allowed_) {
+    const auto now = users_.find(user);
+    const auto then = previous.users_.find(user);
+    if (now != users_.end() && then != previous.users_.end() && now->second == then->second &&
+        allowed_.size() < 1024)
+      allowed_.emplace(key, user);
+  }
 }
 
 bool BasicAuth::check(const std::string& user, const std::string& password) {

@@ -330,3 +330,25 @@ TEST(BasicAuth, CachesVerdictsAndChecksUnknownUsersToo) {
   for (int i = 0; i < 1030; ++i) EXPECT_FALSE(auth.verify("alice", "guess" + std::to_string(i)));
   EXPECT_EQ(auth.cached("alice", "pmcprof"), BasicAuth::Verdict::allow);
 }
+
+TEST(BasicAuth, AReloadKeepsRightVerdictsOfUnchangedHashesOnly) {
+  BasicAuth before(std::map<std::string, std::string>{{"alice", kHash}, {"bob", kHash}});
+  EXPECT_TRUE(before.check("alice", "pmcprof"));
+  EXPECT_TRUE(before.check("bob", "pmcprof"));
+  EXPECT_FALSE(before.check("alice", "wrong"));
+  // Same hash for alice: kept. bob's hash changed: his old password's verdict is not. Wrong
+  // verdicts are not carried (they would be refused again anyway).
+  std::string other = kHash;
+  other.back() = other.back() == 'S' ? 'T' : 'S';
+  BasicAuth after(std::map<std::string, std::string>{{"alice", kHash}, {"bob", other}});
+  after.keep_verdicts_of(before);
+  EXPECT_EQ(after.cached("alice", "pmcprof"), BasicAuth::Verdict::allow);
+  EXPECT_EQ(after.cached("bob", "pmcprof"), BasicAuth::Verdict::unknown);
+  EXPECT_EQ(after.cached("alice", "wrong"), BasicAuth::Verdict::unknown);
+  // A removed user: not kept.
+  BasicAuth without_alice(std::map<std::string, std::string>{{"bob", kHash}});
+  without_alice.keep_verdicts_of(before);
+  EXPECT_EQ(without_alice.cached("alice", "pmcprof"), BasicAuth::Verdict::unknown);
+  EXPECT_EQ(without_alice.cached("bob", "pmcprof"), BasicAuth::Verdict::allow);
+  EXPECT_EQ(without_alice.bcrypt_runs(), 0u);
+}

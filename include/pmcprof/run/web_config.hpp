@@ -110,6 +110,9 @@ class BasicAuth {
   bool verify(const std::string& user, const std::string& password);
   // cached(), else verify().
   bool check(const std::string& user, const std::string& password);
+  // Takes the right verdicts of `previous` (the config before a reload) for the users whose
+  // hash is unchanged: a reload costs scrapers no bcrypt, nor a wait behind a flood of checks.
+  void keep_verdicts_of(const BasicAuth& previous);
   std::uint64_t bcrypt_runs() const;
 
  private:
@@ -118,7 +121,7 @@ class BasicAuth {
   // One configured hash of each distinct cost: a check runs each cost once.
   std::map<int, std::string> hash_of_cost_;
   mutable std::mutex mu_;
-  std::map<std::string, bool> allowed_;  // key: SHA-256 of user NUL password (binary)
+  std::map<std::string, std::string> allowed_;  // SHA-256 of user NUL password (binary) -> user
   std::map<std::string, bool> denied_;
   std::uint64_t bcrypt_runs_ = 0;
 };
