@@ -919,11 +919,10 @@ bool HttpServer::reload(const char* why) {
     }
     return w;
   };
-  std::vector<std::string> named;  // the files the new config names, once it parsed
+  std::vector<std::string> named;  // the files the new config names (as far as it was read)
   std::shared_ptr<State> next;
   try {
-    WebConfig web = load_web_config(path);
-    named = web.files;
+    WebConfig web = load_web_config(path, &named);
     if (web.tls.has_value() != tls_)
       throw UserError(std::string("it turns TLS ") + (tls_ ? "off" : "on") +
                       ", which takes a restart of pmcprof serve");

@@ -190,6 +190,9 @@ class Parser {
     return config;
   }
 
+  // Every file read or tried so far (a parse that threw too).
+  const std::vector<std::string>& files() const { return files_; }
+
  private:
   void check_bcrypt(const std::string& user, const std::string& hash,
                     const YAML::Node& node) const {
@@ -513,15 +516,26 @@ std::string TlsServerConfig::gnutls_priorities() const {
 }
 
 WebConfig parse_web_config(const std::string& text, const std::string& source,
-                           const std::string& base_dir) {
+                           const std::string& base_dir, std::vector<std::string>* named) {
+  Parser parser(source, base_dir);
+  auto note = [&] {
+    if (named) named->insert(named->end(), parser.files().begin(), parser.files().end());
+  };
   try {
-    return Parser(source, base_dir).parse(text);
+    WebConfig config = parser.parse(text);
+    note();
+    return config;
   } catch (const YAML::Exception& e) {  // e.g. a key that is a list, a value of the wrong type
+    note();
     throw UserError("web config " + source + ": " + e.what(), kHint);
+  } catch (...) {
+    note();
+    throw;
   }
 }
 
-WebConfig load_web_config(const std::string& path) {
+WebConfig load_web_config(const std::string& path, std::vector<std::string>* named) {
+  if (named) named->push_back(path);
   errno = 0;
   auto text = read_file(path);
   if (!text) {
@@ -532,7 +546,7 @@ WebConfig load_web_config(const std::string& path) {
   }
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
-  WebConfig config = parse_web_config(*text, path, dir);
+  WebConfig config = parse_web_config(*text, path, dir, named);
   config.files.insert(config.files.begin(), path);
   return config;
 }

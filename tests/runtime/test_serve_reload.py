@@ -12,7 +12,8 @@ scraper (user alice, in every config) scraping over HTTPS every 30 ms throughout
 - A broken config (a duplicate key) is refused in one line per attempt and the last good one
   keeps serving (carol 200, bob 401); fixing it takes effect again.
 - The scraper never failed, and SIGTERM still ends serve with status 0.
-- A config refused after it parsed (it turns TLS off) is logged once, not once per request.
+- A config refused after it parsed (it turns TLS off) is logged once, not once per request;
+  one naming a certificate not there yet is taken once the certificate arrives.
 - A keep-alive connection opened before a reload from passwords to client certificates is
   closed, not served without credentials.
 - packaging/pmcprof.service reloads with `ExecReload=/bin/kill -HUP $MAINPID`.
@@ -186,9 +187,19 @@ class ReloadTest(unittest.TestCase):
             for _ in range(5):
                 self.assertEqual(self.get(srv.port, "alice")[0], 200)
             after_hup = srv.stderr().count("turns TLS off")
-            # Fixed (TLS again, bob added): taken at the next request.
-            self.write_config((self.certs["server.crt"], self.certs["server.key"]),
-                              ["alice", "bob"])
+            # Fixed (TLS again, bob added) but naming a certificate not there yet: refused,
+            # then taken at the first request after the certificate and key arrive.
+            late = tuple(os.path.join(self.tmp, "late" + x) for x in (".crt", ".key"))
+            for path in late:
+                if os.path.exists(path):
+                    os.unlink(path)
+            self.write_config(late, ["alice", "bob"])
+            self.assertEqual(self.get(srv.port, "bob")[0], 401)
+            self.assertIn("cannot read cert_file", srv.stderr())
+            for src, dst in zip(self.cert_b, late):
+                shutil.copyfile(src, dst + ".new")
+            os.replace(late[1] + ".new", late[1])
+            os.replace(late[0] + ".new", late[0])
             self.assertTrue(t.wait_for(lambda: self.get(srv.port, "bob")[0] == 200, 5,
                                        step=0.05), srv.stderr())
         finally:

@@ -226,6 +226,13 @@ TEST(WebConfig, NamesTheFileItCannotRead) {
     EXPECT_NE(std::string(err.what()).find("cannot read --web.config.file '/nonexistent/web.yml'"),
               std::string::npos);
   }
+  // What it tried to read is named though it threw: a reload watches the missing file.
+  TempDir dir;
+  const std::string path =
+      dir.write("web.yml", "tls_server_config:\n  cert_file: late.crt\n  key_file: late.key\n");
+  std::vector<std::string> named;
+  EXPECT_THROW(load_web_config(path, &named), UserError);
+  EXPECT_EQ(named, (std::vector<std::string>{path, dir.path() + "/late.crt"}));
 }
 
 TEST(WebConfig, LoadsAKeyPairRelativeToTheConfigFile) {

@@ -82,10 +82,12 @@ struct WebConfig {
 // Parses the YAML `text`; relative file names in it are relative to `base_dir` (the config
 // file's directory, as in the toolkit). Reads and checks every file it names (the key pair
 // loads and matches, the CA file holds certificates, the hashes are bcrypt). Throws UserError
-// naming `source` and the key at fault.
+// naming `source` and the key at fault. `named`, when given, gets every file it read or tried
+// to read (for load_web_config the config itself first), also when it throws: what a reload
+// of a refused config watches (a certificate it names may not be there yet).
 WebConfig parse_web_config(const std::string& text, const std::string& source,
-                           const std::string& base_dir);
-WebConfig load_web_config(const std::string& path);
+                           const std::string& base_dir, std::vector<std::string>* named = nullptr);
+WebConfig load_web_config(const std::string& path, std::vector<std::string>* named = nullptr);
 
 // Whether `password` matches a bcrypt `hash` ($2a$, $2b$ or $2y$), checked by libcrypt's
 // crypt_r and compared in constant time. False for anything that is not a bcrypt hash.
