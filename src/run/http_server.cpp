@@ -280,7 +280,12 @@ class HttpServer::Reaper {
   explicit Reaper(std::chrono::seconds deadline)
       : deadline_(deadline), thread_([this](const std::stop_token& stop) { run(stop); }) {}
   ~Reaper() {
-    thread_.request_stop();
+    {
+      // Under the lock the thread checks for a stop under: the wake-up is not lost (it
+      // slept another 250 ms).
+      std::lock_guard lock(mu_);
+      thread_.request_stop();
+    }
     cv_.notify_all();
   }
   void add(Conn* c) {
