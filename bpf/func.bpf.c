@@ -1046,20 +1046,24 @@ static __always_inline struct hist *hist_of(__u32 func_id, __u32 h, struct pmcpr
 }
 
 /* A per-CPU bucket wrapped: its carry grows by one (256 calls). Out of line: verified once,
- * not at every histogram the exit adds to. */
-__attribute__((noinline)) int carry_add(__u32 func_id, __u32 h, struct pmcprof_agg_key *k,
-                                        __u32 bucket) {
+ * not at every histogram the exit adds to. Keyed, the key is the one being summed (agg_key,
+ * its histogram set by hist_of): a map value, which Linux 6.1 takes as a lookup key where it
+ * refuses a global function's pointer argument. */
+__attribute__((noinline)) int carry_add(__u32 func_id, __u32 h, __u32 bucket) {
   struct hist_carry *c;
-  /* On the rodata, not on k: verified on its own (global), this function must leave the map
-   * a run does not create in a branch the verifier knows is dead. */
+  /* On the rodata: verified on its own (global; on Linux 6.1 even where no call reaches it),
+   * this function must leave the maps a run does not create in code the verifier knows is
+   * dead. */
+  if (!(agg_mode & PMCPROF_AGG_KERNEL)) return 0;
+  __u32 zero = 0;
   if (!agg_keyed) {
     __u32 key = func_id * n_hists + h;
     c = bpf_map_lookup_elem(&hist_carry, &key);
   } else {
+    struct pmcprof_agg_key *k = bpf_map_lookup_elem(&agg_key, &zero);
     if (!k) return 0;
     c = bpf_map_lookup_elem(&hists_keyed_carry, k);
     if (!c) {
-      __u32 zero = 0;
       struct hist_carry *z = bpf_map_lookup_elem(&zero_carry, &zero);
       if (z) bpf_map_update_elem(&hists_keyed_carry, k, z, BPF_NOEXIST);
       c = bpf_map_lookup_elem(&hists_keyed_carry, k);
@@ -1080,7 +1084,7 @@ static __always_inline void hist_add(__u32 func_id, __u32 h, struct pmcprof_agg_
   const __u64 b = bucket_of(v);
   const __u8 n = hp->bucket[b] + 1;
   hp->bucket[b] = n;
-  if (n == 0) carry_add(func_id, h, k, (__u32)b); /* k: hist_of set its histogram */
+  if (n == 0) carry_add(func_id, h, (__u32)b); /* keyed: hist_of set k's histogram */
 }
 
 /* The sums of key k (hist 0), created when new. --by argN: a function keeps at most max_keys
@@ -1112,7 +1116,9 @@ static __always_inline struct pmcprof_agg *keyed_agg(struct pmcprof_agg_key *k) 
 }
 
 __attribute__((noinline)) int aggregate(const struct pmcprof_record *rec) {
-  if (!rec) return 0;
+  /* Linux 6.1 verifies a global function even where no call reaches it (--aggregate stream):
+   * on the rodata, the maps a stream-only run does not create are in dead code. */
+  if (!(agg_mode & PMCPROF_AGG_KERNEL) || !rec) return 0;
   __u32 zero = 0;
   struct agg_guard *g = bpf_map_lookup_elem(&guard, &zero);
   if (!g) return 0;
