@@ -137,6 +137,24 @@ class Serve:
         return (self.proc.returncode if took is not None else None), took, err
 
 
+def serve_up(args, ready, **kw):
+    """A Serve of ARGS, waited on until READY(serve) is true (an OSError: not yet); closed
+    when it never comes up, so no test leaves one running."""
+    srv = Serve(args, **kw)
+
+    def ok():
+        try:
+            return ready(srv)
+        except OSError:
+            return False
+    try:
+        srv.wait_up(ready=ok)
+    except BaseException:
+        srv.close()
+        raise
+    return srv
+
+
 class Prometheus:
     """Debian's prometheus with CONFIG (YAML text) on a free loopback port, in a temporary
     directory; stop() always. Skips when prometheus is not installed."""

@@ -41,18 +41,9 @@ class AuthFloodTest(unittest.TestCase):
         path = os.path.join(self.tmp, "web.yml")
         with open(path, "w") as f:
             f.write("basic_auth_users:\n" + "".join(f"  {u}: '{h}'\n" for u, h in users.items()))
-        srv = s.Serve(["-e", "task-clock", "--web.config.file", path])
-        def ready():
-            try:
-                return s.timed_get(srv.port, auth=GOOD, source="127.0.0.2")[1] == 200
-            except OSError:
-                return False
-        try:
-            srv.wait_up(ready=ready)
-        except BaseException:
-            srv.close()
-            raise
-        return srv
+        return s.serve_up(["-e", "task-clock", "--web.config.file", path],
+                          lambda srv: s.timed_get(srv.port, auth=GOOD,
+                                                  source="127.0.0.2")[1] == 200)
 
     def scrape_series(self, port, n, stop=None):
         """N good scrapes from 127.0.0.2 (alternately /metrics and /-/healthy), 20 ms apart."""

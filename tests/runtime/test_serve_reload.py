@@ -78,18 +78,8 @@ class ReloadTest(unittest.TestCase):
                 der[name] = ssl.PEM_cert_to_DER_cert(f.read())
         self.write_config((self.certs["server.crt"], self.certs["server.key"]),
                           ["alice", "bob"])
-        srv = s.Serve(["-e", "task-clock", "--web.config.file", self.config], scheme="https")
-
-        def ready():
-            try:
-                return self.get(srv.port, "alice")[0] == 200
-            except OSError:
-                return False
-        try:
-            srv.wait_up(ready=ready)
-        except BaseException:
-            srv.close()
-            raise
+        srv = s.serve_up(["-e", "task-clock", "--web.config.file", self.config],
+                         lambda srv: self.get(srv.port, "alice")[0] == 200, scheme="https")
         failures, scrapes = [], [0]
         stop = threading.Event()
 

@@ -58,19 +58,9 @@ class SlowClientsTest(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def serve(self):
-        srv = s.Serve(["-e", "task-clock", "--web.config.file", self.config])
-
-        def ready():
-            try:
-                return s.timed_get(srv.port, auth=GOOD, source="127.0.0.2")[1] == 200
-            except OSError:
-                return False
-        try:
-            srv.wait_up(ready=ready)
-        except BaseException:
-            srv.close()
-            raise
-        return srv
+        return s.serve_up(["-e", "task-clock", "--web.config.file", self.config],
+                          lambda srv: s.timed_get(srv.port, auth=GOOD,
+                                                  source="127.0.0.2")[1] == 200)
 
     def scrapes(self, port, n):
         lat = []
