@@ -124,7 +124,8 @@ struct frame {
   __u32 migrations;
   __u32 bad;
   __u32 read_errors;
-  __u32 folds; /* the thread's folds at entry: the call's pieces are the folds since */
+  __u32 folds;     /* the thread's folds at entry: the call's pieces are the folds since */
+  __u32 kswitches; /* the kernel's count of the thread's switches at entry (kernel_switches) */
   __u32 gaps[PMCPROF_MAX_EVENTS];
   __u32 runs[PMCPROF_MAX_EVENTS];
   __u64 v_start[PMCPROF_MAX_EVENTS];
@@ -537,6 +538,15 @@ static __always_inline void absorb_missed_switch_in(struct thread_state *t) {
   t->hidden++;
   t->bad++;
   t->seg_invalid = 1;
+}
+
+/* The thread's context switches as the kernel counts them (voluntary and not: both rise in
+ * __schedule's block that fires sched_switch). A call over which they rose by more than the
+ * hook saw the thread switched out went through a switch the hook never saw, out and back in:
+ * another task's counts are in it, which no other check can tell (issue 22, item 9). */
+static __always_inline __u32 kernel_switches(void) {
+  struct task_struct *task = bpf_get_current_task_btf();
+  return (__u32)(task->nvcsw + task->nivcsw);
 }
 
 /* One more of the hook's own events (mask: switch_events or migration_events) in the calls in
@@ -983,6 +993,7 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp, struct pt
     segment_fold(t, cpu, now, &r);
   }
   f->switches = t->switches;
+  f->kswitches = kernel_switches();
   f->migrations = t->migrations;
   f->bad = t->bad;
   f->hidden = t->hidden;
@@ -1410,7 +1421,8 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   /* Without the sched hook, readings on another CPU are another counter: not counted. */
   if (t->bad != f->bad || now < f->wall_start || (!sched_hook && !same_cpu))
     flags |= PMCPROF_REC_NOT_COUNTED;
-  if (t->hidden != f->hidden) flags |= PMCPROF_REC_NOT_COUNTED | PMCPROF_REC_HIDDEN_SWITCH;
+  if (t->hidden != f->hidden || kernel_switches() - f->kswitches != t->switches - f->switches)
+    flags |= PMCPROF_REC_NOT_COUNTED | PMCPROF_REC_HIDDEN_SWITCH;
   rec.flags = flags;
   fill_deltas(t, f, &rec);
   if (n_key_args) rec.key = f->key;
@@ -1513,6 +1525,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   if (t && t->depth > 0) {
     if (t->busy) {
       t->disturbed = 1; /* preempted inside an entry/exit program */
+      t->switches++;    /* seen: not a switch the kernel hid (kernel_switches) */
     } else {
       acquire(t);
       absorb_missed_switch_in(t); /* switched out twice: the switch in between was missed */
