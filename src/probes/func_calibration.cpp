@@ -399,6 +399,31 @@ std::optional<std::uint64_t> median(std::vector<std::uint64_t> values) {
   return *mid;
 }
 
+namespace {
+
+// The outer function, its target not probed yet: what a call of it costs alone, in `alone`,
+// and its probe's links (kept for the run with the target probed). Without it (why_not said),
+// the probe's own bias is still calibrated: nested calls are then not compensated.
+std::vector<BpfLink> outer_alone_of(const FuncObject& object, const CalibrationRequest& req,
+                                    SampleStats& alone, std::string& why_not) {
+  try {
+    auto outer_at = locate_in_maps(read_file("/proc/self/maps").value_or(""),
+                                   reinterpret_cast<std::uint64_t>(pmcprof_calibration_outer));
+    if (!outer_at) throw SystemError("pmcprof's calibration caller is not in a mapped file");
+    const CalibrationProbe target = attach_probe(object, req, false);
+    auto links = object.attach_uprobe(object.calibration_outer_id(), outer_at->path,
+                                      outer_at->file_offset, ::getpid());
+    alone = sample_stats(sample_rounds(object, true, [&] { make_outer_calls(target); }),
+                         object.events().size());
+    return links;
+  } catch (const Error& e) {
+    why_not = e.what();
+    return {};
+  }
+}
+
+}  // namespace
+
 ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, LinkReaper& reaper) {
   ProbeBias bias;
   bias.backend = req.backend;
@@ -408,21 +433,11 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
   std::vector<FuncObject::CalibrationSample> samples;
   SampleStats outer_alone, outer_with;
   try {
-    // The outer function first, its target not probed yet. (Without it, the probe's own bias
-    // is still calibrated: nested calls are then not compensated, and the report says why.)
     std::vector<BpfLink> outer;
-    try {
-      auto outer_at = locate_in_maps(read_file("/proc/self/maps").value_or(""),
-                                     reinterpret_cast<std::uint64_t>(pmcprof_calibration_outer));
-      if (!outer_at) throw SystemError("pmcprof's calibration caller is not in a mapped file");
-      const CalibrationProbe target = attach_probe(object, req, false);
-      outer = object.attach_uprobe(object.calibration_outer_id(), outer_at->path,
-                                   outer_at->file_offset, ::getpid());
-      outer_alone =
-          sample_stats(sample_rounds(object, true, [&] { make_outer_calls(target); }), n_events);
-    } catch (const Error& e) {
-      bias.nested_why_not = e.what();
-    }
+    if (req.nested)
+      outer = outer_alone_of(object, req, outer_alone, bias.nested_why_not);
+    else
+      bias.nested_why_not = "no probed call of this run can enclose another";
     CalibrationProbe probe = attach_probe(object, req);
     bias.probed = probe.probed;
     own = probe.own_instructions;

@@ -281,14 +281,20 @@ struct FunctionSession::State {
       }
       if (region && is_usdt_region(p)) c.probe_programs = true;
     }
-    // Compensating, every calibration also measures what a nested probed call costs, on an
-    // outer function in pmcprof probed with a uprobe: its programs load whatever the run's
-    // own backends are.
-    if (plan.compensate && (c.probe_programs || c.syscall_programs || !points.empty()))
-      c.probe_programs |= std::any_of(points.begin(), points.end(), [](const AttachPoint& p) {
-        return p.shape != MeasureShape::probe;
-      });
+    // Compensating, a calibration also measures what a nested probed call costs, on an outer
+    // function in pmcprof probed with a uprobe: its programs load whatever the run's own
+    // backends are.
+    if (plan.compensate && calls_can_nest()) c.probe_programs = true;
     return c;
+  }
+
+  // Whether a probed call of this run can run inside another: not when every target is a
+  // syscall (syscalls do not nest) or a single probe (its hit is no frame).
+  bool calls_can_nest() const {
+    return std::any_of(points.begin(), points.end(), [](const AttachPoint& p) {
+      return p.shape != MeasureShape::probe &&
+             !(p.shape == MeasureShape::function && p.backend == ProbeBackend::tracepoint);
+    });
   }
 
   // A region from Python's function__entry whose ends found hardly any start: the interpreter
@@ -416,6 +422,9 @@ struct FunctionSession::State {
           req.busy_syscalls.push_back(site->event.substr(site->event.find('_', 4) + 1));
     }
     req.own_work_events = own_work_events();
+    // Without nesting no figure for nested probes is needed: that saves the calibration's own
+    // uprobe pair, whose detach waits a grace period each.
+    req.nested = calls_can_nest();
     biases.push_back(pmcprof::calibrate(object, req, reaper));
     if (biases.back().subtracted)
       for (auto id : ids) bias_of[id] = biases.size() - 1;

@@ -84,6 +84,9 @@ struct CalibrationRequest {
   // Per BPF event: an instruction or cycle count, from which the calibration target's own
   // instructions are taken off (they are the empty function's work, not the probe's).
   std::vector<bool> own_work_events;
+  // Whether a call of the run can enclose another probed call, so that what a probed call
+  // costs its caller is needed (not when every target is a syscall: syscalls do not nest).
+  bool nested = true;
 };
 
 // Calibrates on `object` (counters enabled, nothing else attached for the calibration id)
