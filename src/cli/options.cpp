@@ -1,6 +1,8 @@
 // The command line: CLI11 parses, the subcommands run, errors become one line + HINT.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "pmcprof/cli/commands.hpp"
 #include "pmcprof/cli/stat_options.hpp"
@@ -179,6 +181,35 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   return kExitUsage;
 }
 
+// The first word when it names no subcommand, as perf and git answer it: `help [COMMAND]`
+// prints the help, anything else is refused in one line with the closest commands. nullopt
+// when the word is a subcommand (or an option): CLI11 parses those.
+std::optional<int> first_word(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  const std::string word = argv[1];
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), word) != names.end()) return std::nullopt;
+  if (word == "help") {
+    const CLI::App* about = &app;
+    if (argc >= 3) {
+      try {
+        about = app.get_subcommand(argv[2]);
+      } catch (const CLI::OptionNotFound&) {
+        about = &app;
+      }
+    }
+    std::cout << about->help();
+    return 0;
+  }
+  const auto close = closest_matches(word, names);
+  std::cerr << "pmcprof: '" << word << "' is not a pmcprof command\n";
+  std::cerr << "HINT: " << (close.empty() ? "" : "did you mean '" + join(close, "', '") + "'? ")
+            << "the commands are " << join(names, ", ") << "; see 'pmcprof --help'\n";
+  return kExitUsage;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -223,6 +254,7 @@ int run_cli(int argc, char** argv) {
 
   // The stat command's words reach stat->remaining() only if the top level lets them pass.
   app.allow_extras();
+  if (const auto status = first_word(app, argc, argv)) return *status;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

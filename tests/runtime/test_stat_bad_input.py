@@ -19,6 +19,7 @@ Usage: test_stat_bad_input.py --pmcprof PATH --workloads DIR   (exit 77 = skippe
 """
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -90,6 +91,27 @@ class BadInputTest(unittest.TestCase):
         proc, line = self.bad(["--bogus-option", "-a", "-e", "task-clock"],
                               mentions=[r"--bogus-option"])
         self.assertNotIn("command not found", line)
+
+    def test_unknown_subcommand(self):
+        # As perf ("'stats' is not a perf-command") and git: one line, the closest commands.
+        for word, close in (("stats", "stat"), ("lsit", "list"), ("doctr", "doctor")):
+            proc = t.run_pmcprof([word, "-a"], timeout=30)
+            line = t.assert_clean_error(self, proc, exit_code=EXIT_USAGE,
+                                        mentions=[re.escape(f"'{word}'"), r"not a pmcprof command"])
+            t.log(f"{word} -a: exit {proc.returncode}: {proc.stderr.strip()!r}")
+            self.assertIn(f"did you mean '{close}'", proc.stderr, line)
+        proc = t.run_pmcprof(["xyzzy"], timeout=30)
+        t.assert_clean_error(self, proc, exit_code=EXIT_USAGE, mentions=[r"'xyzzy'"])
+        self.assertNotIn("did you mean", proc.stderr)
+
+    def test_help_subcommand(self):
+        # `pmcprof help` is --help, `pmcprof help stat` stat's (git's habit), exit 0.
+        top = t.run_pmcprof(["help"], timeout=30)
+        self.assertEqual(top.returncode, 0, top.stderr)
+        self.assertIn("SUBCOMMAND", top.stdout)
+        sub_help = t.run_pmcprof(["help", "stat"], timeout=30)
+        self.assertEqual(sub_help.returncode, 0, sub_help.stderr)
+        self.assertIn("--event", sub_help.stdout)
 
 
 class UnprivilegedTest(unittest.TestCase):
