@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "pmcprof/cli/commands.hpp"
@@ -38,6 +39,12 @@ CLI::Option* add_number(CLI::App& app, const std::string& flags, T& target, cons
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
+// A repeatable option that takes one value each time (-e a -e b; `--func a b` runs b): CLI11
+// would print "NAME ..." for its vector, which reads as if it took several.
+void one_value_each(CLI::Option* opt, const char* value_name) {
+  opt->option_text(value_name)->allow_extra_args(false);
+}
+
 // perf stat's aggregation, layout and metric flags (stat only: serve has no report).
 void add_perf_flags(CLI::App& stat, StatOptions& o) {
   stat.add_flag("--per-thread", o.per_thread, "One line per thread (with -p, -t or system-wide)");
@@ -48,10 +55,10 @@ void add_perf_flags(CLI::App& stat, StatOptions& o) {
   stat.add_flag("--no-merge", o.no_merge, "Accepted for perf: pmcprof never merges events");
   stat.add_flag("-B,--big-num", o.big_num, "Thousands separators in text (the default)");
   stat.add_flag("--no-big-num", o.no_big_num, "No thousands separators in text");
-  stat.add_option("-M,--metrics", o.metrics,
-                  "Metrics or metric groups to count, comma list ('pmcprof list --metrics')")
-      ->type_name("METRICS")
-      ->allow_extra_args(false);
+  one_value_each(
+      stat.add_option("-M,--metrics", o.metrics,
+                      "Metrics or metric groups to count, comma list ('pmcprof list --metrics')"),
+      "METRICS");
   stat.add_flag("--metric-only", o.metric_only, "Print only metrics, one column each");
   stat.add_flag("--metric-no-group", o.metric_no_group,
                 "Open a metric's events one by one instead of as one group");
@@ -72,11 +79,11 @@ void add_perf_flags(CLI::App& stat, StatOptions& o) {
 
 // `serve` takes stat's flags except those about a finite report (-I, -r, -x, -j, -o).
 void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
-  stat.add_option("-e,--event", o.events,
-                  "Events to count: comma list, {a,b} groups, modifiers (:u :k ...), any name "
-                  "libpfm4 knows, raw rNNNN")
-      ->type_name("EVENTS")
-      ->allow_extra_args(false);
+  one_value_each(
+      stat.add_option("-e,--event", o.events,
+                      "Events to count: comma list, {a,b} groups, modifiers (:u :k ...), any name "
+                      "libpfm4 knows, raw rNNNN"),
+      "EVENTS");
   stat.add_flag("-a,--all-cpus", o.all_cpus, "Count on every online CPU (system-wide)");
   stat.add_option("-C,--cpu", o.cpu_list, "Count on these CPUs only, e.g. 0,2-3")
       ->type_name("LIST");
@@ -107,17 +114,19 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
     stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
         ->type_name("FILE");
   }
-  stat.add_option("--func", o.funcs,
-                  "Per-call deltas of FUNC: kernel NAME or kernel:NAME, syscall:NAME, PATH:SYMBOL, "
-                  "LIB:SYMBOL, :SYMBOL (with -p); repeatable")
-      ->type_name("FUNC")
-      ->allow_extra_args(false);
-  stat.add_option("--region", o.regions,
-                  "Per region from START to END in a thread, measured like a call: "
-                  "[NAME=]START,END, each a usdt:BINARY:PROVIDER:NAME, PATH:SYMBOL[+OFFSET], "
-                  "NAME%return, syscall:NAME, kernel function or tracepoint:CAT:NAME; repeatable")
-      ->type_name("REGION")
-      ->allow_extra_args(false);
+  one_value_each(
+      stat.add_option(
+          "--func", o.funcs,
+          "Per-call deltas of FUNC: kernel NAME or kernel:NAME, syscall:NAME, PATH:SYMBOL, "
+          "LIB:SYMBOL, :SYMBOL (with -p); repeatable"),
+      "FUNC");
+  one_value_each(
+      stat.add_option(
+          "--region", o.regions,
+          "Per region from START to END in a thread, measured like a call: "
+          "[NAME=]START,END, each a usdt:BINARY:PROVIDER:NAME, PATH:SYMBOL[+OFFSET], "
+          "NAME%return, syscall:NAME, kernel function or tracepoint:CAT:NAME; repeatable"),
+      "REGION");
   stat.add_flag("--python", o.python,
                 "Per Python function (file and name): a --region between python's "
                 "function__entry and function__return probes, --by arg0:str,arg1:str");
@@ -146,19 +155,31 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
       ->type_name("WHERE");
   stat.add_flag("-v,--verbose", o.verbose, "Say what is opened and attached");
   stat.add_flag("-q,--quiet", o.quiet, "Print nothing but the report (and errors)");
-  stat.add_option("-G,--cgroup", o.cgroups,
-                  "Count per cgroup (v2; paths under its mount or absolute; comma list); with "
-                  "--func, count only calls from these cgroups")
-      ->type_name("CGROUPS")
-      ->allow_extra_args(false);
-  stat.add_option("--for-each-cgroup", o.for_each_cgroup,
-                  "Count every cgroup below a directory, or matching a regular expression")
-      ->type_name("DIR_OR_REGEX")
-      ->allow_extra_args(false);
+  one_value_each(
+      stat.add_option("-G,--cgroup", o.cgroups,
+                      "Count per cgroup (v2; paths under its mount or absolute; comma list); with "
+                      "--func, count only calls from these cgroups"),
+      "CGROUPS");
+  one_value_each(
+      stat.add_option("--for-each-cgroup", o.for_each_cgroup,
+                      "Count every cgroup below a directory, or matching a regular expression"),
+      "DIR_OR_REGEX");
   stat.add_option("--cgroup-backend", o.cgroup_backend,
                   "Per-cgroup counting: auto, fd (perf_event_open per cgroup) or bpf")
       ->type_name("NAME");
 }
+
+// stat's usage line names the command it runs, as perf stat's does: CLI11 cannot know that
+// the words it leaves after the options (prefix_command) are one.
+class CommandUsage : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
+    const std::size_t end = usage.find_last_not_of('\n') + 1;
+    usage.insert(end, " [[--] COMMAND [ARG...]]");
+    return usage;
+  }
+};
 
 // An error line never echoes a whole argument: past kMaxErrorLine characters it is cut, with
 // the length said (the parsers quote arguments shortened already; this catches the rest, e.g.
@@ -223,6 +244,10 @@ int run_cli(int argc, char** argv) {
   add_stat_flags(*stat, stat_opts);
   // Everything after the first positional (or after --) is the command to run.
   stat->prefix_command();
+  stat->formatter(std::make_shared<CommandUsage>());
+  stat->footer(
+      "COMMAND, the first word after the options (or after --), is run and counted until it "
+      "exits. Each option takes one value: repeat it for more (--func a --func b).");
 
   ListOptions list_opts;
   CLI::App* list = app.add_subcommand("list", "List the events libpfm4 knows");

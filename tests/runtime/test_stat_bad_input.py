@@ -113,6 +113,18 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(sub_help.returncode, 0, sub_help.stderr)
         self.assertIn("--event", sub_help.stdout)
 
+    def test_stat_usage_names_the_command(self):
+        # perf stat's usage names the command; an option that takes one value each time must
+        # not read "FUNC ..." (`--func a b` measures a in the command b).
+        proc = t.run_pmcprof(["stat", "--help"], timeout=30)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertRegex(proc.stdout, r"Usage: pmcprof stat \[OPTIONS\] \[\[--\] COMMAND \[ARG\.\.\.\]\]")
+        for flag, value in (("--func", "FUNC"), ("--region", "REGION"), ("-e,--event", "EVENTS"),
+                            ("-G,--cgroup", "CGROUPS")):
+            self.assertRegex(proc.stdout, rf"\n\s+{re.escape(flag)} {value}\s{{2,}}\S", flag)
+        self.assertNotRegex(proc.stdout, r"[A-Z] \.\.\.", "an option reads as taking several values")
+        self.assertIn("--func a --func b", proc.stdout)
+
 
 class UnprivilegedTest(unittest.TestCase):
     """pmcprof run as nobody with no capabilities (perf_event_paranoid stays as it is)."""
