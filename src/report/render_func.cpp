@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "pmcprof/report/func_report.hpp"
+#include "pmcprof/report/histogram_view.hpp"
 #include "pmcprof/report/number_format.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -306,6 +307,9 @@ ojson metric_json(const FuncMetricRow& m) {
                              {"min", m.min},
                              {"max", m.max}})
     pc[k] = values ? ojson(v) : ojson(nullptr);
+  // Bucket bounds are the fixed-point bounds times the resolution (the value of one step).
+  pc["resolution"] = m.per_unit;
+  pc["buckets"] = histogram_buckets_json(m.histogram, m.per_unit);
   j["per_call"] = std::move(pc);
   return j;
 }
@@ -407,11 +411,14 @@ ojson report_json(const FunctionReport& r, const char* type) {
     // All calls disturbed: on-CPU time was not measured, which is not 0.
     fj["oncpu_ns"] = f.oncpu.status == CounterStatus::ok ? number(f.oncpu.total) : ojson(nullptr);
     fj["wall"] = dist_json(f.wall);
+    fj["wall"]["buckets"] = histogram_buckets_json(f.wall_histogram);
     fj["oncpu"] = dist_json(f.oncpu);
+    fj["oncpu"]["buckets"] = histogram_buckets_json(f.oncpu_histogram);
     ojson events = ojson::object();
     for (const auto& e : f.events) {
       ojson ej = dist_json(e.per_call);
       ej["unit"] = e.unit.empty() ? "count" : e.unit;
+      ej["buckets"] = histogram_buckets_json(e.histogram);
       events[text(e.event)] = std::move(ej);
     }
     fj["events"] = std::move(events);
@@ -554,7 +561,7 @@ class JsonFuncRenderer : public FuncReportRenderer {
     FunctionReport whole = r;
     whole.interval_s.reset();
     out_ << (streaming_ ? dump(report_json(whole, "summary"))
-                        : dump(report_json(whole, "report"), 2))
+                        : compact_scalar_arrays(dump(report_json(whole, "report"), 2)))
          << '\n';
     out_.flush();
   }

@@ -78,6 +78,14 @@ std::uint64_t Histogram::bucket_count(std::uint32_t b) const {
   return block.empty() ? 0 : block[index_in_block(b)];
 }
 
+std::vector<Histogram::Bucket> Histogram::buckets() const {
+  std::vector<Bucket> out;
+  for (std::uint32_t k = 0; k < blocks_.size(); ++k)
+    for (std::uint32_t i = 0; i < blocks_[k].size(); ++i)
+      if (blocks_[k][i]) out.push_back({first_bucket(k) + i, blocks_[k][i]});
+  return out;
+}
+
 void Histogram::merge(const Histogram& o) {
   for (std::uint32_t k = 0; k < o.blocks_.size(); ++k)
     for (std::uint32_t i = 0; i < o.blocks_[k].size(); ++i)

@@ -17,6 +17,7 @@
 #include "../../bpf/pmcprof.h"
 #include "golden.hpp"
 #include "pmcprof/report/func_report.hpp"
+#include "pmcprof/report/histogram_view.hpp"
 #include "pmcprof/report/prometheus.hpp"
 #include "pmcprof/stream/func_stats.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -97,6 +98,7 @@ FuncMetricRow metric_row(const std::string& name, const std::string& unit,
 void per_call(FuncMetricRow& m, std::uint64_t calls, std::uint64_t unmeasured,
               std::uint64_t zero_divisor, const std::string& divisor, std::vector<double> figures) {
   m.per_call = true;
+  m.per_unit = 1.0 / (1 << kMetricFracBits);  // a ratio's fixed point, without a factor
   m.calls = calls;
   m.unmeasured = unmeasured;
   m.zero_divisor = zero_divisor;
@@ -163,6 +165,7 @@ FunctionReport sample_report() {
                  {{"branch-misses", "branch-misses"}, {"instructions", "instructions"}});
   mpki.of_totals = 0.00123;
   per_call(mpki, 9000, 3340, 0, "instructions", {0.0012, 0, 0.0031, 0.0123, 0, 0.5});
+  mpki.per_unit = 1000.0 / (1 << kMetricFracBits);
   malloc_row.metrics.push_back(mpki);
   FuncMetricRow cmr =
       metric_row("cache_miss_rate", "%", "100 * cache-misses / cache-references", true,
@@ -179,6 +182,9 @@ FunctionReport sample_report() {
   getppid.not_counted = 4;
   getppid.wall =
       dist(4000000000, 1000000000, 950000000, 1100000000, 1200000000, 800000000, 1200000000, 4);
+  // Its histogram: the four calls, from the 800 ms min to the 1.2 s max (JSON buckets).
+  for (std::uint64_t ns : {800000000ull, 950000000ull, 1100000000ull, 1200000000ull})
+    getppid.wall_histogram.add(ns);
   getppid.oncpu = status_only(CounterStatus::not_counted);
   getppid.events.push_back(event_row("cycles", kCycles, status_only(CounterStatus::not_counted)));
   getppid.events.push_back(
@@ -1092,4 +1098,47 @@ TEST(FuncReportPrometheus, MeasuredCallsHistogramAndScaledTotal) {
     EXPECT_NE(text.find(sample + "\n"), std::string::npos) << sample << "\n" << text;
   // The unsupported event has no samples at all (never a 0).
   EXPECT_EQ(text.find("event=\"cache-misses\""), std::string::npos) << text;
+}
+
+// Every distribution carries its histogram as sparse buckets (docs/json.md), and they read
+// back bucket for bucket: wall over all calls, on-CPU and events over the counted (an event
+// over the calls it measured), a metric over the calls with a value, in its own unit.
+TEST(FuncReportJson, DistributionsCarryTheirBuckets) {
+  FuncStats s(2, {{1, 0}});  // IPC: instructions (event 1) / cycles (event 0)
+  for (int i = 0; i < 50; ++i) s.add(call(10000, 9000, {1000, 2000}));
+  for (int i = 0; i < 50; ++i) s.add(call(1000000, 990000, {100000, 150000}));
+  s.add(call(500, 400, {7, 9}, PMCPROF_REC_NOT_COUNTED));
+  s.add(call(600, 500, {8, 9}, 0, /*measured=*/0x2));  // cycles multiplexed out
+  const std::vector<FuncMetricInfo> metrics = {
+      {table_metric("IPC"), false, {{"instructions", 1}, {"cycles", 0}}, 0, ""}};
+  FunctionReport r;
+  r.functions.push_back(make_func_row("f", "uprobe", "", s, 0, kThreeEvents, metrics));
+  const FuncRow& row = r.functions[0];
+  const json f = json::parse(render_func_json(r))["functions"][0];
+  const auto check = [](const json& dist, const Histogram& h, std::uint64_t want_calls,
+                        double resolution = 1) {
+    const json& buckets = dist.at("buckets");
+    std::uint64_t sum = 0;
+    for (const auto& b : buckets) sum += b[2].get<std::uint64_t>();
+    EXPECT_EQ(sum, want_calls) << dist.dump();
+    const Histogram back = histogram_from_buckets(buckets, resolution);
+    for (std::uint32_t k = 0; k < Histogram::kBuckets; ++k)
+      ASSERT_EQ(back.bucket_count(k), h.bucket_count(k)) << "bucket " << k;
+  };
+  check(f["wall"], row.wall_histogram, 102);
+  EXPECT_EQ(f["wall"]["measured_calls"], 102);
+  check(f["oncpu"], row.oncpu_histogram, 101);
+  check(f["events"]["cycles"], row.events[0].histogram, 100);
+  EXPECT_EQ(f["events"]["cycles"]["measured_calls"], 100);
+  check(f["events"]["instructions"], row.events[1].histogram, 101);
+  EXPECT_EQ(f["events"]["cache-misses"]["buckets"], json::array());
+  ASSERT_EQ(row.metrics.size(), 1u);
+  const json& ipc = f["metrics"]["IPC"]["per_call"];
+  check(ipc, row.metrics[0].histogram, 100, ipc["resolution"].get<double>());
+  // Two modes, 2 and 1.5 instructions per cycle, in the metric's own unit.
+  ASSERT_EQ(ipc["buckets"].size(), 2u);
+  EXPECT_LE(ipc["buckets"][0][0].get<double>(), 1.5);
+  EXPECT_GT(ipc["buckets"][0][1].get<double>(), 1.5);
+  EXPECT_LE(ipc["buckets"][1][0].get<double>(), 2.0);
+  EXPECT_GT(ipc["buckets"][1][1].get<double>(), 2.0);
 }

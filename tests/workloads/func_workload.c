@@ -9,6 +9,8 @@
  * (inside_task_clock_ns is null when perf_event_open is refused).
  *
  *   func_workload burn N USEC          burn_cpu(USEC) N times
+ *   func_workload bimodal N FAST SLOW  burn_cpu(FAST us) and burn_cpu(SLOW us) in turn, N calls
+ *                                      (two modes: a fast path and a slow one)
  *   func_workload sleep N USEC SLEEP   burn USEC, sleep SLEEP us, inside one call, N times
  *   func_workload migrate N USEC       burn, move to the other CPU, burn: N times
  *   func_workload getppid N            getppid() N times
@@ -123,17 +125,18 @@ __attribute__((noinline)) int tiny_function(int x) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s burn|sleep|migrate|getppid|tiny|burst N [USEC [SLEEP_US]]\n",
+    fprintf(stderr, "usage: %s burn|bimodal|sleep|migrate|getppid|tiny|burst N [USEC [USEC2]]\n",
             argv[0]);
     return 2;
   }
   sched_getaffinity(0, sizeof(allowed_at_start), &allowed_at_start);
   const char* mode = argv[1];
-  const int burns = !strcmp(mode, "burn") || !strcmp(mode, "sleep") || !strcmp(mode, "migrate");
+  const int burns = !strcmp(mode, "burn") || !strcmp(mode, "bimodal") || !strcmp(mode, "sleep") ||
+                    !strcmp(mode, "migrate");
   if (burns) open_task_clock(); /* only there: other modes make no extra system calls */
   long n = atol(argv[2]);
   uint64_t usec = argc > 3 ? strtoull(argv[3], NULL, 10) : 1000;
-  uint64_t sleep_us = argc > 4 ? strtoull(argv[4], NULL, 10) : 10000;
+  uint64_t usec2 = argc > 4 ? strtoull(argv[4], NULL, 10) : 10000; /* sleep: SLEEP; bimodal: SLOW */
   long migrated = 0;
   int acc = 0;
   struct timespec w0, w1;
@@ -141,8 +144,10 @@ int main(int argc, char** argv) {
   for (long i = 0; i < n; i++) {
     if (!strcmp(mode, "burn"))
       burn_cpu(usec);
+    else if (!strcmp(mode, "bimodal"))
+      burn_cpu(i % 2 ? usec2 : usec); /* FAST, SLOW, FAST, ... */
     else if (!strcmp(mode, "sleep"))
-      burn_and_sleep(usec, sleep_us);
+      burn_and_sleep(usec, usec2);
     else if (!strcmp(mode, "migrate"))
       migrated += burn_and_migrate(usec);
     else if (!strcmp(mode, "getppid"))

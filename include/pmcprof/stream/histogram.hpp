@@ -31,6 +31,13 @@ class Histogram {
 
   std::uint64_t count() const { return total_; }
   std::uint64_t bucket_count(std::uint32_t b) const;
+  // The non-empty buckets, ascending: what a sparse form (JSON, folding into coarser rows)
+  // needs without walking all kBuckets.
+  struct Bucket {
+    std::uint32_t index;
+    std::uint64_t count;
+  };
+  std::vector<Bucket> buckets() const;
   // Values below v, exact when v is a bucket boundary (powers of two are).
   std::uint64_t count_below(std::uint64_t v) const;
   // Nearest-rank percentile, p in [0, 1], clamped to [min, max]; 0 when empty.
