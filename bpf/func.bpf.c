@@ -1421,7 +1421,10 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   /* Without the sched hook, readings on another CPU are another counter: not counted. */
   if (t->bad != f->bad || now < f->wall_start || (!sched_hook && !same_cpu))
     flags |= PMCPROF_REC_NOT_COUNTED;
-  if (t->hidden != f->hidden || kernel_switches() - f->kswitches != t->switches - f->switches)
+  /* Without the sched hook no switch is seen: a call that slept is charged with what its CPU
+   * ran meanwhile (documented, --no-sched-hook), not flagged as a switch the kernel hid. */
+  if (sched_hook &&
+      (t->hidden != f->hidden || kernel_switches() - f->kswitches != t->switches - f->switches))
     flags |= PMCPROF_REC_NOT_COUNTED | PMCPROF_REC_HIDDEN_SWITCH;
   rec.flags = flags;
   fill_deltas(t, f, &rec);
