@@ -1,4 +1,6 @@
 // The command line: CLI11 parses, the subcommands run, errors become one line + HINT.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
@@ -181,23 +183,28 @@ class CommandUsage : public CLI::Formatter {
   }
 };
 
-// An error line never echoes a whole argument: past kMaxErrorLine characters it is cut, with
-// the length said (the parsers quote arguments shortened already; this catches the rest, e.g.
-// CLI11's own messages).
+// An error line never echoes a whole argument: the parsers quote arguments shortened. A
+// message of pmcprof's own past kMaxErrorLine characters (a kernel's reasons for refusing a
+// probe run to several lines) is cut only where that helps, on a terminal without -v, and says
+// how to see the rest; with -v, or when standard error is a file or a pipe, it is printed
+// whole.
 constexpr std::size_t kMaxErrorLine = 300;
-std::string error_line(std::string_view what) {
-  return shortened(what, kMaxErrorLine);
-}
 
-void print_error(const Error& e) {
-  std::cerr << "pmcprof: " << error_line(e.what()) << "\n";
-  if (!e.hint().empty()) std::cerr << "HINT: " << error_line(e.hint()) << "\n";
+void print_error(const Error& e, bool verbose) {
+  const bool whole = verbose || ::isatty(STDERR_FILENO) != 1;
+  const auto line = [whole](std::string_view what) {
+    return whole ? escape_bytes(what)
+                 : shortened(what, kMaxErrorLine, "-v or 2>FILE prints it whole");
+  };
+  std::cerr << "pmcprof: " << line(e.what()) << "\n";
+  if (!e.hint().empty()) std::cerr << "HINT: " << line(e.hint()) << "\n";
 }
 
 // Turns CLI11's parse errors into pmcprof's one-line form.
 int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-  std::cerr << "pmcprof: " << error_line(e.what()) << "\n";
+  // CLI11's messages echo what was typed, unquoted: always cut.
+  std::cerr << "pmcprof: " << shortened(e.what(), kMaxErrorLine) << "\n";
   std::cerr << "HINT: see 'pmcprof --help' or 'pmcprof SUBCOMMAND --help'\n";
   return kExitUsage;
 }
@@ -285,7 +292,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return report_parse_error(app, e);
   } catch (const Error& e) {  // a numeric option's value, from parse_option_number
-    print_error(e);
+    print_error(e, /*verbose=*/false);
     return e.exit_code();
   }
 
@@ -317,7 +324,7 @@ int run_cli(int argc, char** argv) {
     if (list->parsed()) return run_list_command(list_opts, std::cout);
     if (doctor->parsed()) return run_doctor_command(doctor_opts, std::cout);
   } catch (const Error& e) {
-    print_error(e);
+    print_error(e, stat_opts.verbose || serve_opts.stat.verbose);
     return e.exit_code();
   }
   return kExitUsage;

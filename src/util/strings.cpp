@@ -172,21 +172,25 @@ std::pair<std::size_t, std::size_t> cut_point(std::string_view s, std::size_t ma
   return {cut, chars};
 }
 
-std::string characters(std::size_t n) {
+std::string characters(std::size_t n, std::string_view how_to_see_all = {}) {
   std::string count = std::to_string(n), grouped;
   for (std::size_t i = 0; i < count.size(); ++i) {
     if (i && (count.size() - i) % 3 == 0) grouped += ',';
     grouped += count[i];
   }
-  return "(" + grouped + " characters)";
+  if (!how_to_see_all.empty())
+    grouped += " characters; " + std::string(how_to_see_all);
+  else
+    grouped += " characters";
+  return "(" + grouped + ")";
 }
 
 }  // namespace
 
-std::string shortened(std::string_view s, std::size_t max) {
+std::string shortened(std::string_view s, std::size_t max, std::string_view how_to_see_all) {
   const auto [cut, chars] = cut_point(s, max);
   if (chars <= max) return escape_bytes(s);
-  return escape_bytes(s.substr(0, cut)) + "\u2026 " + characters(chars);
+  return escape_bytes(s.substr(0, cut)) + "\u2026 " + characters(chars, how_to_see_all);
 }
 
 std::string quote(std::string_view s, std::size_t max) {

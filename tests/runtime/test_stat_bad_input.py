@@ -15,12 +15,17 @@ with a report (the sleeping task's counters are "not-counted", as perf stat says
 the task running; `-t TID` of a busy `burn` counts task-clock > 0 and <= elapsed (one thread);
 `-p` of a task that exits ends the run at once.
 
+A long message is cut only on a terminal without -v (it then says how to see the rest); with -v
+or with standard error in a pipe it is whole.
+
 Usage: test_stat_bad_input.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
 import json
 import os
+import pty
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -124,6 +129,60 @@ class BadInputTest(unittest.TestCase):
             self.assertRegex(proc.stdout, rf"\n\s+{re.escape(flag)} {value}\s{{2,}}\S", flag)
         self.assertNotRegex(proc.stdout, r"[A-Z] \.\.\.", "an option reads as taking several values")
         self.assertIn("--func a --func b", proc.stdout)
+
+
+def stderr_on_a_terminal(args, timeout=60):
+    """Runs pmcprof with its standard error on a pseudo-terminal; returns (exit status, the
+    text written there)."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([t.pmcprof(), *args], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=slave, timeout=timeout)
+    finally:
+        os.close(slave)
+    text = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other end is closed and read empty
+            break
+        if not chunk:
+            break
+        text += chunk
+    os.close(master)
+    return proc.returncode, text.decode().replace("\r\n", "\n")
+
+
+class LongErrorTest(unittest.TestCase):
+    """A long message (the kernel's reasons for refusing a kernel-function probe) is cut only on
+    a terminal without -v, and then says how to see the rest; with -v, or with standard error
+    in a file or a pipe, it is printed whole."""
+
+    ARGS = ["stat", "--func", "vfs_read", "--", "true"]
+
+    def test_cut_only_on_a_terminal_without_v(self):
+        piped = t.run_pmcprof(self.ARGS, timeout=60)
+        if piped.returncode == 0:
+            raise t.Skip("kernel functions can be probed here: no long error to cut")
+        whole = t.assert_clean_error(self, piped, mentions=[r"vfs_read"])
+        t.log(f"stderr in a pipe: {len(whole)} characters")
+        if len(whole) <= 320:
+            raise t.Skip(f"the refusal is {len(whole)} characters here: nothing to cut")
+        self.assertNotIn("\u2026", whole)
+        self.assertNotRegex(whole, r"characters[;)]")
+
+        status, text = stderr_on_a_terminal(self.ARGS)
+        self.assertEqual(status, piped.returncode)
+        cut = next(l for l in text.splitlines() if l.startswith("pmcprof: "))
+        t.log(f"on a terminal: {cut!r}")
+        self.assertLess(len(cut), len(whole))
+        self.assertRegex(cut, rf"\u2026 \({len(whole) - len('pmcprof: '):,} characters; "
+                              r"-v or 2>FILE prints it whole\)$")
+        self.assertTrue(whole.startswith(cut[:cut.index("\u2026")]))
+
+        status, text = stderr_on_a_terminal(["stat", "-v", *self.ARGS[1:]])
+        self.assertEqual(status, piped.returncode)
+        self.assertIn(whole, text.splitlines())
 
 
 class UnprivilegedTest(unittest.TestCase):

@@ -83,6 +83,9 @@ TEST(Quote, ShortensAndEscapes) {
   EXPECT_EQ(quote(repeat("x", 5000), 4), "'xxxx\u2026' (5,000 characters)");
   EXPECT_EQ(quote("a\xff\n"), "'a\\xFF\\x0A'");
   EXPECT_EQ(shortened(repeat("é", 10), 3), "ééé\u2026 (10 characters)");
+  EXPECT_EQ(shortened(repeat("x", 1000), 2, "-v prints it whole"),
+            "xx\u2026 (1,000 characters; -v prints it whole)");
+  EXPECT_EQ(shortened("xx", 2, "-v prints it whole"), "xx");
 }
 
 TEST(Utf8, ValidatesAndEscapes) {

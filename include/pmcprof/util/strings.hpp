@@ -41,7 +41,8 @@ std::string escape_bytes(std::string_view s, bool controls = true);
 // its first `max` characters and its length instead of the rest:
 //   'xxxxxxxx…' (5,000 characters)
 std::string quote(std::string_view s, std::size_t max = 64);
-// The same without the quotes, for a whole line: "xxxx… (5,000 characters)".
-std::string shortened(std::string_view s, std::size_t max);
+// The same without the quotes, for a whole line: "xxxx… (5,000 characters)", or with
+// `how_to_see_all` said after the length: "xxxx… (5,000 characters; -v prints it whole)".
+std::string shortened(std::string_view s, std::size_t max, std::string_view how_to_see_all = {});
 
 }  // namespace pmcprof
