@@ -11,9 +11,6 @@ namespace pmcprof {
 
 namespace {
 
-// Percentile p of whole counts (events, ns) with exact min and max: the nearest rank's value
-// is the min at the first rank and the max at the last (known exactly beside the histogram),
-// else its bucket's representative (within 1 %), rounded: a count has no decimals.
 double signed_sum(std::uint64_t v) {
   return static_cast<double>(static_cast<std::int64_t>(v));
 }
@@ -39,12 +36,33 @@ double unmeasured_estimate(const MeasuredSums& m, double scaled_mean) {
   return est;
 }
 
-double exact_percentile(const Histogram& h, double p, double min, double max) {
+// A histogram bucket is 2 % wide and its representative within 1 % of every value in it: 4
+// significant digits say all it knows of a percentile of a ratio.
+constexpr int kPercentileDigits = 4;
+
+double round_significant(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(std::fabs(v))));
+  return std::round(v * scale) / scale;
+}
+
+// `v` to the decimals that hold a step of `step` (2^-20 of a ratio: 7 decimals), no more.
+double round_to_step(double v, double step) {
+  if (step <= 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, std::ceil(-std::log10(step)));
+  return std::round(v * scale) / scale;
+}
+
+// Percentile p of whole counts (events, ns) with exact min and max: the nearest rank's value
+// is the min at the first rank and the max at the last (known exactly beside the histogram),
+// else its bucket's representative (within 1 %), rounded (`whole`): a count has no decimals.
+double exact_percentile(const Histogram& h, double p, double min, double max, bool whole = true) {
   const auto n = static_cast<double>(h.count());
   const double rank = std::max(1.0, std::ceil(p * n));
   if (rank >= n) return max;
   if (rank <= 1) return min;
-  return std::round(h.percentile(p, min, max));
+  const double v = h.percentile(p, min, max);
+  return whole ? std::round(v) : v;
 }
 
 }  // namespace
@@ -157,12 +175,20 @@ void metric_per_call(FuncMetricRow& m, const FuncMetricInfo& info, const FuncSta
   }
   const double lo = static_cast<double>(min_of(s.metric_min_inv[k]));
   const double hi = static_cast<double>(s.metric_max[k]);
-  m.mean = st.metric_sum(k) / static_cast<double>(m.calls) * m.per_unit;
-  m.min = lo * m.per_unit;
-  m.max = hi * m.per_unit;
-  m.p50 = m.histogram.percentile(0.50, lo, hi) * m.per_unit;
-  m.p90 = m.histogram.percentile(0.90, lo, hi) * m.per_unit;
-  m.p99 = m.histogram.percentile(0.99, lo, hi) * m.per_unit;
+  // Each figure with the digits it has: min, max and mean to the fixed point's step; a
+  // percentile the min at the first rank, the max at the last, else its bucket's
+  // representative (within 1 %) to 4 significant digits, in [min, max].
+  m.mean = round_to_step(st.metric_sum(k) / static_cast<double>(m.calls) * m.per_unit, m.per_unit);
+  m.min = round_to_step(lo * m.per_unit, m.per_unit);
+  m.max = round_to_step(hi * m.per_unit, m.per_unit);
+  auto percentile = [&](double p) {
+    const double v = exact_percentile(m.histogram, p, lo, hi, false) * m.per_unit;
+    if (v <= m.min || v >= m.max) return std::clamp(v, m.min, m.max);
+    return std::clamp(round_significant(v, kPercentileDigits), m.min, m.max);
+  };
+  m.p50 = percentile(0.50);
+  m.p90 = percentile(0.90);
+  m.p99 = percentile(0.99);
 }
 
 }  // namespace

@@ -30,24 +30,33 @@ std::string dump(const ojson& j, int indent = -1) {
   return j.dump(indent, ' ', false, ojson::error_handler_t::replace);
 }
 
-// ns -> "12.34 us" style, for per-call times that span ns to seconds.
-std::string format_duration(double ns) {
+// ns -> "12.34 us" style, for per-call times that span ns to seconds. `whole`: the value is a
+// whole number of ns (a percentile, min or max), so below 1 us it has no decimals ("281 ns").
+std::string format_duration(double ns, bool whole = false) {
   const char* unit = "ns";
   double v = ns;
+  int decimals = whole ? 0 : 2;
   if (ns >= 1e9)
-    v = ns / 1e9, unit = "s";
+    v = ns / 1e9, unit = "s", decimals = 2;
   else if (ns >= 1e6)
-    v = ns / 1e6, unit = "ms";
+    v = ns / 1e6, unit = "ms", decimals = 2;
   else if (ns >= 1e3)
-    v = ns / 1e3, unit = "us";
+    v = ns / 1e3, unit = "us", decimals = 2;
   char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.2f %s", v, unit);
+  std::snprintf(buf, sizeof(buf), "%.*f %s", decimals, v, unit);
   return buf;
 }
 
 std::string format_amount(double v, const std::string& unit, bool total) {
   if (unit == "ns") return format_duration(v);
   return format_grouped(v, total ? 0 : 2);
+}
+
+// A percentile, min or max of a count or a time: a whole number (make_distribution), printed
+// without decimals a 2 % bucket does not have (a mean keeps its two).
+std::string format_point(double v, const std::string& unit) {
+  if (unit == "ns") return format_duration(v, true);
+  return format_grouped(v, 0);
 }
 
 std::string dist_cells(const Distribution& d, const std::string& unit, std::uint64_t calls) {
@@ -63,7 +72,7 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
                       pad_left(flagged(d.mean, format_amount(d.mean, unit, false)), 16);
   bool any_flag = d.below_floor(d.mean);
   for (double v : {d.p50, d.p90, d.p99, d.min, d.max}) {
-    cells += pad_left(d.percentiles ? flagged(v, format_amount(v, unit, false)) : "-", 14);
+    cells += pad_left(d.percentiles ? flagged(v, format_point(v, unit)) : "-", 14);
     any_flag |= d.percentiles && d.below_floor(v);
   }
   // perf marks a scaled count with its running share; per call, the share of calls measured.
@@ -260,11 +269,11 @@ ojson dist_json(const Distribution& d) {
   // No calls: the total is 0, per-call figures do not exist.
   const bool per_call = ok && !d.no_calls;
   j["mean"] = per_call ? ojson(d.mean) : ojson(nullptr);
-  j["p50"] = per_call ? ojson(d.p50) : ojson(nullptr);
-  j["p90"] = per_call ? ojson(d.p90) : ojson(nullptr);
-  j["p99"] = per_call ? ojson(d.p99) : ojson(nullptr);
+  // Percentiles are whole numbers (make_distribution): integers, as min and max.
   const bool exact = per_call && d.percentiles;
-  if (!exact) j["p50"] = j["p90"] = j["p99"] = nullptr;
+  j["p50"] = exact ? number(d.p50) : ojson(nullptr);
+  j["p90"] = exact ? number(d.p90) : ojson(nullptr);
+  j["p99"] = exact ? number(d.p99) : ojson(nullptr);
   j["min"] = exact ? number(d.min) : ojson(nullptr);
   j["max"] = exact ? number(d.max) : ojson(nullptr);
   j["measured_calls"] = d.measured;
@@ -468,9 +477,10 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
       out << "0" << sep << sep << sep << sep << sep << sep << tail;
       return;
     }
+    // Percentiles, min and max are whole numbers (make_distribution); the mean has decimals.
     out << format_fixed(d.total, 0) << sep << format_fixed(d.mean, 2);
     for (double v : {d.p50, d.p90, d.p99, d.min, d.max})
-      out << sep << (d.percentiles ? format_fixed(v, 2) : "");
+      out << sep << (d.percentiles ? format_fixed(v, 0) : "");
     out << tail;
   };
   // A metric's row: "metric:NAME", its unit; the ratio of totals in the total column, the

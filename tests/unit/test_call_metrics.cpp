@@ -447,6 +447,35 @@ TEST(CallMetricReport, ScaleOfTheFormulaAppliesPerCall) {
   EXPECT_NEAR(m.mean, 1.25, 100.0 / kOne);
 }
 
+TEST(CallMetricReport, FiguresHaveTheDigitsTheDataHas) {
+  // Issue 23: CPUs utilized per call read p50 0.7089354814247868 and min 0.45067882537841797.
+  // A percentile is a 2 % bucket's representative: 4 significant digits; min, max and mean
+  // are fixed point (2^-20): 7 decimals.
+  FuncStats s(3, kIpcAndCpus);
+  for (std::uint64_t k = 0; k < 50; ++k) s.add(call(1000 + 37 * k, {202, 202 + 3 * k, 450 + k}));
+  // CPUs utilized needs on-CPU below wall: task-clock (event 2) is the numerator.
+  const FuncRow row = make_func_row("f", "uprobe", "", s, 0, kEvents, ipc_and_cpus_infos());
+  for (const FuncMetricRow& m : row.metrics) {
+    SCOPED_TRACE(m.name);
+    for (double p : {m.p50, m.p90, m.p99}) {
+      // The first and last rank read the exact min and max.
+      const double scale = std::pow(10.0, 3 - std::floor(std::log10(std::fabs(p))));
+      if (p != m.min && p != m.max) {
+        EXPECT_DOUBLE_EQ(p, std::round(p * scale) / scale) << p;
+      }
+      EXPECT_GE(p, m.min);
+      EXPECT_LE(p, m.max);
+    }
+    for (double v : {m.min, m.max, m.mean}) EXPECT_DOUBLE_EQ(v, std::round(v * 1e7) / 1e7) << v;
+  }
+  // The JSON prints them as they are: no more digits.
+  FunctionReport r;
+  r.functions.push_back(row);
+  const json j = json::parse(render_func_json(r));
+  const std::string p50 = j["functions"][0]["metrics"]["CPUs_utilized"]["per_call"]["p50"].dump();
+  EXPECT_LE(p50.size(), 6u) << p50;  // "0.4512"
+}
+
 // ---- renderers ----
 
 TEST(CallMetricRender, CsvAndPrometheus) {

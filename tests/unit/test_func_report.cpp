@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -136,13 +137,13 @@ FunctionReport sample_report() {
   malloc_row.slept = 3;
   malloc_row.migrated = 1;
   malloc_row.multiplexed = 2;
-  malloc_row.wall = dist(2469000, 200, 180, 350, 1200.5, 95, 15000, 12345);
-  malloc_row.oncpu = dist(1851000, 150, 140, 260, 990.25, 80, 12000, 12340);
+  malloc_row.wall = dist(2469000, 200, 180, 350, 1201, 95, 15000, 12345);
+  malloc_row.oncpu = dist(1851000, 150, 140, 260, 990, 80, 12000, 12340);
   malloc_row.events.push_back(
       event_row("cycles", kCycles, dist(4938000, 400.48, 380, 700, 2400, 212, 18000, 12340)));
   malloc_row.events.push_back(
       event_row("instructions", kInstructions,
-                dist(9876000, 800.97, 790, 1100, 3100.75, 455, 40321, 9000, /*estimated=*/true)));
+                dist(9876000, 800.97, 790, 1100, 3101, 455, 40321, 9000, /*estimated=*/true)));
   malloc_row.events.push_back(
       event_row("cache-misses", kCacheMisses, status_only(CounterStatus::not_supported)));
   // Metrics: IPC derived automatically (per call over the 8,990 calls both events measured,
@@ -410,7 +411,7 @@ TEST(FuncReportText, ShowsRowsStatusesAndWarning) {
   // min and max columns; the multiplexed event says how many calls it measured.
   EXPECT_NE(text.find("min"), std::string::npos) << text;
   EXPECT_NE(text.find("max"), std::string::npos) << text;
-  EXPECT_NE(text.find("18,000.00"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 18,000\n"), std::string::npos) << text;  // whole: no decimals
   EXPECT_NE(text.find("(estimated: 9,000 of 12,340 calls measured)"), std::string::npos) << text;
   EXPECT_EQ(text.find("(estimated", text.find("cycles")), text.find("(estimated: 9,000"))
       << "only the multiplexed event is marked: " << text;
@@ -449,8 +450,8 @@ TEST(FuncReportCsv, EveryLineHasTheSameColumns) {
       << csv;
   // The new tail: min, max, measured calls, estimated, aggregation, calls not measured.
   EXPECT_EQ(lines[0],
-            "libc:malloc,uprobe,,12345,5,17,cycles,,4938000,400.48,380.00,700.00,"
-            "2400.00,212.00,18000.00,12340,0,stream,0")
+            "libc:malloc,uprobe,,12345,5,17,cycles,,4938000,400.48,380,700,"
+            "2400,212,18000,12340,0,stream,0")
       << lines[0];
   EXPECT_EQ(split(lines[1], ',')[16], "1") << lines[1];  // instructions: estimated
   EXPECT_EQ(split(lines[1], ',')[15], "9000") << lines[1];
@@ -833,6 +834,69 @@ TEST(MakeDistribution, PercentilesOfCountsAreWholeNumbers) {
   EXPECT_EQ(e.p50, 150.0);  // the first rank: the min
   EXPECT_EQ(e.p90, 200.0);  // the last rank: the max
   EXPECT_EQ(e.p99, 200.0);
+}
+
+// ---- precision that matches the data (issue 23) ----
+
+namespace {
+
+// 99 calls making exactly 100, 150 or 200 page faults each, of 448,474 ns and up (2 % buckets
+// there), and one of 281 ns on-CPU: the figures a percentile reads are whole numbers.
+FunctionReport whole_number_report() {
+  const std::vector<FuncEventInfo> events = {
+      {"page-faults", {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS}, "", 0}};
+  FuncStats st(1);
+  for (std::uint64_t v : {100, 150, 200})
+    for (std::uint64_t k = 0; k < 33; ++k) st.add(call(448474 + 997 * k, 281 + 13 * k, {v}));
+  FunctionReport r;
+  r.aggregation = "stream";
+  r.functions.push_back(make_func_row("./faulty:touch", "uprobe", "", st, 0, events));
+  return r;
+}
+
+}  // namespace
+
+TEST(FuncReportPrecision, JsonPercentilesOfWholeNumbersAreIntegersInMinMax) {
+  const json j = json::parse(render_func_json(whole_number_report()));
+  const json& f = j["functions"][0];
+  for (const json* d : {&f["wall"], &f["oncpu"], &f["events"]["page-faults"]}) {
+    for (const char* k : {"p50", "p90", "p99", "min", "max"})
+      EXPECT_TRUE((*d)[k].is_number_integer()) << k << ": " << d->dump();
+    for (const char* k : {"p50", "p90", "p99"}) {
+      EXPECT_GE((*d)[k].get<double>(), (*d)["min"].get<double>()) << d->dump();
+      EXPECT_LE((*d)[k].get<double>(), (*d)["max"].get<double>()) << d->dump();
+    }
+  }
+  EXPECT_EQ(f["events"]["page-faults"]["p99"], 200) << f.dump();
+}
+
+TEST(FuncReportPrecision, TextAndCsvPrintNoBucketDecimals) {
+  const FunctionReport r = whole_number_report();
+  // Text: the mean of whole numbers keeps its decimals, a percentile, min or max has none.
+  const std::string text = render_func_text(r);
+  bool seen = false;
+  for (const auto& line : split(text, '\n')) {
+    std::istringstream in(line);
+    const std::vector<std::string> cells{std::istream_iterator<std::string>(in),
+                                         std::istream_iterator<std::string>()};
+    if (cells.empty() || cells[0] != "page-faults") continue;
+    seen = true;
+    ASSERT_EQ(cells.size(), 8u) << line;
+    EXPECT_EQ(cells[2], "150.00") << line;  // the mean
+    for (std::size_t i = 3; i < cells.size(); ++i)
+      EXPECT_EQ(cells[i].find('.'), std::string::npos) << line;
+    EXPECT_EQ(cells[7], "200") << line;
+  }
+  EXPECT_TRUE(seen) << text;
+  // Whole ns below 1 us: "281 ns", not "281.00 ns" (the mean keeps its decimals).
+  EXPECT_NE(text.find(" 281 ns"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" 281.00 ns"), std::string::npos) << text;
+  // CSV: p50, p90, p99, min and max (columns 10 to 14) without decimals, in every row.
+  for (const auto& line : split(std::string(trim(render_func_csv(r))), '\n')) {
+    const auto cols = split(line, ',');
+    ASSERT_EQ(cols.size(), 19u) << line;
+    for (std::size_t i = 10; i <= 14; ++i) EXPECT_EQ(cols[i].find('.'), std::string::npos) << line;
+  }
 }
 
 TEST(MakeDistribution, OnlyPartialRuns) {
