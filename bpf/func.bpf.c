@@ -894,6 +894,15 @@ static __always_inline void count_nested(__u32 func_id, struct thread_state *t, 
     t->nested[(c - 1) & (PMCPROF_COST_CLASSES - 1)] += halves;
 }
 
+/* A region's start or end, or a single probe, fired: every call in flight sees what that probe
+ * costs (its cookie's class: half a pair, or a whole one for a return probe). Not counted,
+ * these hits put one instruction each into the calls around them on arm64 (issue 22). */
+static __always_inline void count_hit(struct thread_state *t, __u64 cookie) {
+  const __u32 c = (cookie >> PMCPROF_COOKIE_HIT_SHIFT) & PMCPROF_COOKIE_HIT_MASK;
+  if (c >= 1 && c <= PMCPROF_COST_CLASSES)
+    t->nested[(c - 1) & (PMCPROF_COST_CLASSES - 1)] += cookie & PMCPROF_COOKIE_HIT_PAIR ? 2 : 1;
+}
+
 /* The kernel's limit of nested uretprobe instances per task (MAX_URETPROBE_DEPTH). */
 #define PMCPROF_MAX_URETPROBE_DEPTH 64
 
@@ -952,7 +961,10 @@ static __always_inline int on_entry(void *ctx, __u64 cookie, __u64 sp, struct pt
    * deep, and no frame (an exit of an outer call must not be paired with it); the calls in
    * flight see its entry probe only. */
   const bool no_return = sp && !(sp >> 63) && !region && uretprobes_full();
-  count_nested(func_id, t, no_return ? 1 : 2);
+  if (region)
+    count_hit(t, cookie); /* before its own frame: the region does not lose its start's cost */
+  else
+    count_nested(func_id, t, no_return ? 1 : 2);
   if (no_return) {
     stat_inc(func_id, STAT_DEPTH_OVERFLOW);
     release(t);
@@ -1349,7 +1361,9 @@ __attribute__((noinline)) int keep_calibration_sample(const struct pmcprof_recor
   return 0;
 }
 
-static __always_inline int on_exit(void *ctx, __u32 func_id) {
+/* cookie: the exit's (a region's end carries its probe's cost class: count_hit). */
+static __always_inline int on_exit(void *ctx, __u64 cookie) {
+  const __u32 func_id = (__u32)cookie;
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tgid = id >> 32, tid = (__u32)id;
   const bool calibration = is_calibration(func_id);
@@ -1388,6 +1402,7 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   __u32 level = find_frame(t, tid, func_id, depth);
   if (level == 0) {
     stat_inc(func_id, STAT_UNMATCHED_EXIT);
+    count_hit(t, cookie); /* a region's end without a start still costs the calls in flight */
     release(t);
     return 0;
   }
@@ -1429,6 +1444,7 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
   rec.flags = flags;
   fill_deltas(t, f, &rec);
   if (n_key_args) rec.key = f->key;
+  count_hit(t, cookie); /* after its own deltas: a region does not lose its end's cost */
   remove_frame(t, tid, level - 1, depth);
   if (count_entries) stat_inc(func_id, STAT_ENDED);
   release(t);
@@ -1446,13 +1462,20 @@ static __always_inline int on_exit(void *ctx, __u32 func_id) {
 }
 
 /* A single probe's hit: a call of zero length, counted (and keyed) like a call, its events
- * exactly 0. No per-thread state: nothing is in flight. */
+ * exactly 0. It makes no frame; the calls in flight on its thread see its cost (count_hit). */
 static __always_inline int on_hit(void *ctx, __u64 cookie) {
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tgid = id >> 32, tid = (__u32)id;
   if (tgid == self_tgid) return 0;
   if (n_filter_cgroups && !in_filter_cgroups()) return 0;
   if (!wanted(tgid)) return 0;
+  if ((cookie >> PMCPROF_COOKIE_HIT_SHIFT) & PMCPROF_COOKIE_HIT_MASK) {
+    struct thread_state *t = current_state(tid, false);
+    /* Busy: the hit is inside one of the thread's own programs, which owns its state. Not
+     * marked busy itself: a switch in that window would cost the calls in flight their
+     * segment, and no other program touches `nested` but the thread's own. */
+    if (t && t->depth > 0 && !t->busy) count_hit(t, cookie);
+  }
   struct pmcprof_record rec;
   __builtin_memset(&rec, 0, PMCPROF_RECORD_KEY_OFFSET);
   rec.func_id = (__u32)cookie;
@@ -1480,7 +1503,7 @@ int func_entry(struct pt_regs *ctx) {
 }
 
 SEC("kretprobe")
-int func_exit(struct pt_regs *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+int func_exit(struct pt_regs *ctx) { return on_exit(ctx, bpf_get_attach_cookie(ctx)); }
 
 SEC("kprobe")
 int probe_hit(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
@@ -1494,7 +1517,7 @@ int func_entry_multi(struct pt_regs *ctx) {
 }
 
 SEC("kprobe")
-int func_exit_multi(struct pt_regs *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+int func_exit_multi(struct pt_regs *ctx) { return on_exit(ctx, bpf_get_attach_cookie(ctx)); }
 
 SEC("kprobe")
 int probe_hit_multi(struct pt_regs *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
@@ -1503,7 +1526,7 @@ SEC("tracepoint")
 int syscall_entry(void *ctx) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0, NULL); }
 
 SEC("tracepoint")
-int syscall_exit(void *ctx) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+int syscall_exit(void *ctx) { return on_exit(ctx, bpf_get_attach_cookie(ctx)); }
 
 SEC("tracepoint")
 int tracepoint_hit(void *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
@@ -1515,7 +1538,7 @@ SEC("fentry")
 int BPF_PROG(func_fentry) { return on_entry(ctx, bpf_get_attach_cookie(ctx), 0, NULL); }
 
 SEC("fexit")
-int BPF_PROG(func_fexit) { return on_exit(ctx, (__u32)bpf_get_attach_cookie(ctx)); }
+int BPF_PROG(func_fexit) { return on_exit(ctx, bpf_get_attach_cookie(ctx)); }
 
 /* ---- scheduler: suspend / resume in-flight calls, follow forks, forget exited processes ---- */
 

@@ -34,6 +34,14 @@
 #define PMCPROF_COOKIE_SPEC_SHIFT 32
 #define PMCPROF_COOKIE_SPEC_MASK 0xffffull
 #define PMCPROF_COOKIE_REGION (1ull << 48)
+/* bits 49-52: on a region's start or end and on a single probe, the cost class of that point's
+ * own probe (1..PMCPROF_COST_CLASSES, its way's calibration; 0: none): each hit costs the calls
+ * in flight on the thread half a probe pair of that class, or a whole pair with bit 53 (a
+ * return probe, which also traps at its function's entry). A function's own pair is counted
+ * at its entry from its id's class instead (cost_class). */
+#define PMCPROF_COOKIE_HIT_SHIFT 49
+#define PMCPROF_COOKIE_HIT_MASK 0xfull
+#define PMCPROF_COOKIE_HIT_PAIR (1ull << 53)
 #define PMCPROF_MAX_KEY_SLOTS 4096
 
 /* ---- --by argN: keys read from a start probe's arguments ----

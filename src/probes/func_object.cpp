@@ -304,6 +304,12 @@ std::uint64_t probe_cookie(std::uint32_t func_id, std::optional<std::size_t> key
   return c;
 }
 
+std::uint64_t cost_cookie(std::uint32_t cost_class, bool whole_pair) {
+  if (cost_class < 1 || cost_class > PMCPROF_COST_CLASSES) return 0;
+  return (static_cast<std::uint64_t>(cost_class) << PMCPROF_COOKIE_HIT_SHIFT) |
+         (whole_pair ? PMCPROF_COOKIE_HIT_PAIR : 0);
+}
+
 BpfLink FuncObject::attach_user(ProbeRole role, std::uint64_t cookie, const std::string& binary,
                                 std::uint64_t offset, std::uint64_t semaphore_offset, bool retprobe,
                                 pid_t pid) const {
@@ -621,13 +627,17 @@ void FuncObject::set_bias(std::uint32_t func_id, const std::vector<std::uint64_t
 
 static_assert(FuncObject::kCostClasses == PMCPROF_COST_CLASSES);
 
-void FuncObject::set_nested_cost(std::uint32_t func_id, std::uint32_t cost_class,
-                                 const std::vector<std::uint64_t>& enclosed,
-                                 const std::vector<std::uint64_t>& noise) const {
-  if (func_id > PMCPROF_MAX_FUNCS + 1 || cost_class < 1 || cost_class > PMCPROF_COST_CLASSES)
-    return;
+void FuncObject::set_class_cost(std::uint32_t cost_class,
+                                const std::vector<std::uint64_t>& enclosed,
+                                const std::vector<std::uint64_t>& noise) const {
+  if (cost_class < 1 || cost_class > PMCPROF_COST_CLASSES) return;
   store_slots(skel_->bss->enclosed_noise[cost_class - 1], events_.size(), noise);
   store_slots(skel_->bss->enclosed[cost_class - 1], events_.size(), enclosed);
+}
+
+void FuncObject::set_cost_class(std::uint32_t func_id, std::uint32_t cost_class) const {
+  if (func_id > PMCPROF_MAX_FUNCS + 1 || cost_class < 1 || cost_class > PMCPROF_COST_CLASSES)
+    return;
   __atomic_store_n(&skel_->bss->cost_class[func_id], cost_class, __ATOMIC_RELAXED);
 }
 

@@ -503,7 +503,8 @@ void FuncAttachments::attach_site(const FuncObject& object, const AttachPoint& p
     // Only a region's start carries the region flag and, with --by argN, a key slot.
     const bool start = role != ProbeRole::exit;
     const std::uint64_t cookie = probe_cookie(p.func_id, start ? loc.key_slot : std::nullopt,
-                                              start && p.shape == MeasureShape::region);
+                                              start && p.shape == MeasureShape::region) |
+                                 cost_cookie(site.cost_class, site.retprobe);
     switch (site.backend) {
       case ProbeBackend::uprobe:
       case ProbeBackend::usdt:

@@ -369,22 +369,17 @@ struct FunctionSession::State {
   }
 
   // Calibrates the way point `p` is probed (once per backend and, for uprobes, per kind of
-  // first instruction) and sets the bias of every function probed that way.
-  void calibrate(const AttachPoint& p) {
+  // first instruction) and sets the bias of every function probed that way. A region's and a
+  // single probe's points get the nested-cost class of their own way: their hits cost the
+  // calls around them.
+  void calibrate(AttachPoint& p) {
     // A single probe's hits have no length; a region is calibrated when both its ends are
     // USDT probes (the usdt backend), and otherwise stated as not calibrated.
-    if (p.shape == MeasureShape::probe) return;
-    if (p.shape == MeasureShape::region && !is_usdt_region(p)) {
-      const std::string way = p.backend_text();
-      for (const auto& b : biases)
-        if (b.region_kinds == way) return;
-      ProbeBias b;
-      b.backend = p.begin->backend;
-      b.region_kinds = way;
-      b.why_not = "a region from a " + std::string(to_string(p.begin->backend)) + " to a " +
-                  to_string(p.end->backend) +
-                  " point is not calibrated: its values include what its probes cost";
-      biases.push_back(std::move(b));
+    if (p.shape == MeasureShape::region && !is_usdt_region(p)) state_not_calibrated(p);
+    if (p.shape != MeasureShape::function && !is_usdt_region(p)) {
+      for (ProbeSite* site : {p.begin ? &*p.begin : nullptr, p.end ? &*p.end : nullptr})
+        if (site && plan.compensate && calls_can_nest())
+          site->cost_class = cost_class(way_bias(site->backend, site->start, {}));
       return;
     }
     const ProbeBackend backend = p.shape == MeasureShape::region ? ProbeBackend::usdt : p.backend;
@@ -397,8 +392,31 @@ struct FunctionSession::State {
     std::vector<std::uint32_t> ids;
     for (const auto& q : points)
       if (same_way(q)) ids.push_back(q.func_id);
+    const std::size_t index = way_bias(backend, p.start, ids);
+    if (backend == ProbeBackend::usdt) p.begin->cost_class = p.end->cost_class = cost_class(index);
+  }
+
+  // A region between points other than two USDT probes: stated, once per kind of ends.
+  void state_not_calibrated(const AttachPoint& p) {
+    const std::string way = p.backend_text();
+    for (const auto& b : biases)
+      if (b.region_kinds == way) return;
+    ProbeBias b;
+    b.backend = p.begin->backend;
+    b.region_kinds = way;
+    b.why_not = "a region from a " + std::string(to_string(p.begin->backend)) + " to a " +
+                to_string(p.end->backend) +
+                " point is not calibrated: its values include what its probes cost";
+    biases.push_back(std::move(b));
+  }
+
+  // The bias of probing a function the way (backend, first instruction), calibrated the first
+  // time that way is asked for, and set on `ids`: its index in `biases`.
+  std::size_t way_bias(ProbeBackend backend, UprobeStart start,
+                       const std::vector<std::uint32_t>& ids) {
     for (const auto& b : biases) {
-      if (!b.region_kinds.empty() || b.backend != backend || (b.start && *b.start != p.start))
+      if (!b.region_kinds.empty() || b.backend != backend ||
+          (b.start && backend == ProbeBackend::uprobe && *b.start != start))
         continue;
       const auto index = static_cast<std::size_t>(&b - biases.data());
       if (b.subtracted)
@@ -407,11 +425,11 @@ struct FunctionSession::State {
           bias_of[id] = index;
         }
       set_nested_cost(index, ids);
-      return;
+      return index;
     }
     CalibrationRequest req;
     req.backend = backend;
-    req.start = p.start;
+    req.start = start;
     req.func_ids = ids;
     req.compensate = plan.compensate;
     for (const auto& q : points) {
@@ -429,20 +447,31 @@ struct FunctionSession::State {
     if (biases.back().subtracted)
       for (auto id : ids) bias_of[id] = biases.size() - 1;
     set_nested_cost(biases.size() - 1, ids);
+    return biases.size() - 1;
   }
 
   // The calls of `ids` (calibrated as bias `index`) cost the calls they are nested in what the
   // calibration measured: each backend's cost is a class, taken off per nested call.
   void set_nested_cost(std::size_t index, const std::vector<std::uint32_t>& ids) {
-    const ProbeBias& b = biases[index];
-    if (!plan.compensate || !b.nested_calibrated) return;
+    const std::uint32_t c = cost_class(index);
+    if (c == 0) return;
+    for (auto id : ids) object.set_cost_class(id, c);
+  }
+
+  // Bias `index`'s nested-cost class (1..), given on first use; 0: none (not compensating, not
+  // measured, or more ways than classes).
+  std::uint32_t cost_class(std::size_t index) {
+    if (!plan.compensate || !biases[index].nested_calibrated) return 0;
     auto it = cost_class_of.find(index);
     if (it == cost_class_of.end()) {
-      if (cost_class_of.size() >= FuncObject::kCostClasses) return;  // more backends than that
-      it = cost_class_of.emplace(index, static_cast<std::uint32_t>(cost_class_of.size() + 1)).first;
+      if (cost_class_of.size() >= FuncObject::kCostClasses) return 0;
+      const auto c = static_cast<std::uint32_t>(cost_class_of.size() + 1);
+      it = cost_class_of.emplace(index, c).first;
+      // The class's cost, for the points that carry it in their cookies (count_hit).
+      const ProbeBias& b = biases[index];
+      object.set_class_cost(c, enclosed_values(b), b.enclosed_noise);
     }
-    for (auto id : ids)
-      object.set_nested_cost(id, it->second, enclosed_values(b), b.enclosed_noise);
+    return it->second;
   }
 
   // The noise floors of the bias subtracted from point `func_id`'s calls, and what its probes
@@ -645,7 +674,7 @@ void FunctionSession::attach() {
   s.counters.enable();
   for (auto& l : s.object.attach_scheduler_hooks()) s.hooks.push_back(std::move(l));
   // What a probe pair adds to a call, per backend, before any call of a target is seen.
-  for (const auto& p : s.points) s.calibrate(p);
+  for (auto& p : s.points) s.calibrate(p);
   Progress progress("attaching", s.points.size(), s.plan.quiet);
   const bool say = s.plan.verbose && !s.plan.quiet;
   s.attachments.attach(s.object, s.points, [&](const AttachPoint& p) {
@@ -657,7 +686,7 @@ void FunctionSession::attach() {
     return true;
   });
   // A fentry target that fell back to kprobes: that backend's bias too.
-  for (const auto& p : s.points) s.calibrate(p);
+  for (auto& p : s.points) s.calibrate(p);
   if (say) {
     for (const auto& p : s.points)
       if (!p.fallback_why.empty())

@@ -106,6 +106,10 @@ enum class ProbeRole { entry, exit, hit };
 // (--by argN, nullopt: none read here), and whether it starts a region.
 std::uint64_t probe_cookie(std::uint32_t func_id, std::optional<std::size_t> key_slot = {},
                            bool region = false);
+// The cookie bits of a region's end or start, or a single probe, whose hits cost the calls in
+// flight on their thread half a probe pair of cost class `cost_class` (0: none), or a whole
+// one for a return probe (`whole_pair`).
+std::uint64_t cost_cookie(std::uint32_t cost_class, bool whole_pair);
 
 // The kernel's sums of one function (and cgroup), merged over CPUs.
 struct KernelAggregate {
@@ -208,12 +212,14 @@ class FuncObject {
   void set_bias(std::uint32_t func_id, const std::vector<std::uint64_t>& values,
                 const std::vector<std::uint64_t>& noise) const;
   static constexpr std::uint32_t kCostClasses = 4;  // PMCPROF_COST_CLASSES
-  // Puts func_id in cost class `cost_class` (1..kCostClasses), whose probes cost an
-  // enclosing call `enclosed`, give or take `noise` (per BPF event, then wall, then on-CPU):
-  // taken off every call once per probed call of that class entered inside it.
-  void set_nested_cost(std::uint32_t func_id, std::uint32_t cost_class,
-                       const std::vector<std::uint64_t>& enclosed,
-                       const std::vector<std::uint64_t>& noise) const;
+  // Cost class `cost_class` (1..kCostClasses): its probe pair costs an enclosing call
+  // `enclosed`, give or take `noise` (per BPF event, then wall, then on-CPU), taken off every
+  // call once per probed call of that class entered inside it (half per single probe hit:
+  // cost_cookie).
+  void set_class_cost(std::uint32_t cost_class, const std::vector<std::uint64_t>& enclosed,
+                      const std::vector<std::uint64_t>& noise) const;
+  // Puts func_id's calls in a cost class (set_class_cost first).
+  void set_cost_class(std::uint32_t func_id, std::uint32_t cost_class) const;
 
  private:
   static void destroy(func_bpf* skel);

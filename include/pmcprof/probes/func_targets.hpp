@@ -31,7 +31,10 @@ struct ProbeSite {
   std::string function;                      // kprobe
   std::string category, event;               // tracepoint
   UprobeStart start = UprobeStart::stepped;  // uprobe: how its first instruction is run
-  std::string text() const;                  // for -v
+  // The nested-cost class of its way (set after calibration; 0: none): each hit costs the
+  // calls in flight half a probe pair of it (a whole one for a return probe).
+  std::uint32_t cost_class = 0;
+  std::string text() const;  // for -v
 };
 
 // What one row of the report measures.
