@@ -409,15 +409,23 @@ __attribute__((noinline)) int stat_inc(__u32 func_id, __u32 field) {
   return 0;
 }
 
+/* The value of `key` in a hash map, made from the zeroed value in `zero_map` (too large for
+ * the stack) when absent. NULL when it cannot be made (the map is full): the caller counts
+ * that. A failed insert because another CPU inserted the key first finds that one. */
+static __always_inline void *lookup_or_insert(void *map, const void *key, void *zero_map) {
+  void *v = bpf_map_lookup_elem(map, key);
+  if (v) return v;
+  __u32 zero = 0;
+  void *z = bpf_map_lookup_elem(zero_map, &zero);
+  if (!z) return NULL;
+  bpf_map_update_elem(map, key, z, BPF_NOEXIST);
+  return bpf_map_lookup_elem(map, key);
+}
+
 /* Where task storage does not exist: the preallocated hash, keyed by thread id. */
 static __always_inline struct thread_state *hash_state(__u32 tid, bool create) {
-  struct thread_state *t = bpf_map_lookup_elem(&threads_hash, &tid);
-  if (t || !create) return t;
-  __u32 zero = 0;
-  struct thread_state *z = bpf_map_lookup_elem(&zero_state, &zero);
-  if (!z) return NULL;
-  bpf_map_update_elem(&threads_hash, &tid, z, BPF_NOEXIST);
-  return bpf_map_lookup_elem(&threads_hash, &tid);
+  if (!create) return bpf_map_lookup_elem(&threads_hash, &tid);
+  return lookup_or_insert(&threads_hash, &tid, &zero_state);
 }
 
 static __always_inline struct thread_state *current_state(__u32 tid, bool create) {
@@ -1059,13 +1067,7 @@ static __always_inline struct hist *hist_of(__u32 func_id, __u32 h, struct pmcpr
     return bpf_map_lookup_elem(&hists, &key);
   }
   k->hist = (__u16)h;
-  struct hist *hp = bpf_map_lookup_elem(&hists_keyed, k);
-  if (hp) return hp;
-  __u32 zero = 0;
-  struct hist *z = bpf_map_lookup_elem(&zero_hist, &zero);
-  if (!z) return NULL;
-  bpf_map_update_elem(&hists_keyed, k, z, BPF_NOEXIST);
-  return bpf_map_lookup_elem(&hists_keyed, k);
+  return lookup_or_insert(&hists_keyed, k, &zero_hist);
 }
 
 /* A per-CPU bucket wrapped: its carry grows by one (256 calls). Out of line: verified once,
@@ -1085,12 +1087,7 @@ __attribute__((noinline)) int carry_add(__u32 func_id, __u32 h, __u32 bucket) {
   } else {
     struct pmcprof_agg_key *k = bpf_map_lookup_elem(&agg_key, &zero);
     if (!k) return 0;
-    c = bpf_map_lookup_elem(&hists_keyed_carry, k);
-    if (!c) {
-      struct hist_carry *z = bpf_map_lookup_elem(&zero_carry, &zero);
-      if (z) bpf_map_update_elem(&hists_keyed_carry, k, z, BPF_NOEXIST);
-      c = bpf_map_lookup_elem(&hists_keyed_carry, k);
-    }
+    c = lookup_or_insert(&hists_keyed_carry, k, &zero_carry);
   }
   if (!c || bucket >= PMCPROF_HIST_BUCKETS) {
     stat_inc(func_id, STAT_AGG_FULL); /* 256 calls out of the histogram: said, not hidden */
