@@ -49,8 +49,12 @@ EVENT_SETS = {1: ["instructions"], 4: ["instructions", "cycles", "r8", "r08"],
               "sw": ["task-clock", "context-switches"]}
 # What CI runs (each case is a pmcprof start, ~10-40 s of emulator beside the other guests): the
 # per-event loops (4 events) through the fastest backend, the hook-counted set and one event
-# through uprobes. PMCPROF_COST_FULL=1: every backend with every set (bench/RESULTS.md).
+# through uprobes. PMCPROF_COST_FULL=1: every backend with every set (bench/RESULTS.md);
+# PMCPROF_COST_CASES=fentry:sw,kprobe:4: those cases instead of CI's.
 CI_CASES = {("fentry", 4), ("uprobe", 1), ("uprobe", "sw")}
+if os.environ.get("PMCPROF_COST_CASES"):
+    CI_CASES = {(b, int(n) if n.isdigit() else n) for b, n in
+                (c.split(":") for c in os.environ["PMCPROF_COST_CASES"].split(","))}
 FULL = os.environ.get("PMCPROF_COST_FULL", "") not in ("", "0")
 CASES = [  # (backend, --func target, workload mode, extra pmcprof arguments)
     ("uprobe", "{workload}:exact_fn", "exact_calls", []),
@@ -61,10 +65,13 @@ CASES = [  # (backend, --func target, workload mode, extra pmcprof arguments)
 # Instructions per call the probes add, measured by this test at the commit that recorded them
 # (bench/RESULTS.md, "The probe's cost, exactly"): (backend, events) -> instructions.
 # uprobe 1 and sw: +100 since the entry reads the return address (tail calls, 5c72e16).
-RECORDED = {("uprobe", 1): 6160, ("uprobe", 4): 10030, ("kprobe", 1): 4425, ("kprobe", 4): 8110,
-            ("fentry", 1): 3315, ("fentry", 4): 6990, ("tracepoint", 1): 3990,
-            ("tracepoint", 4): 7865, ("uprobe", "sw"): 5790, ("kprobe", "sw"): 4035,
-            ("fentry", "sw"): 2805, ("tracepoint", "sw"): 3625}
+# kprobe and fentry with `sw` vary from boot to boot by more than the slack (kprobe 3,916-4,158,
+# fentry 2,784-2,966 in six boots of four builds; within one boot the noise is +-2): their
+# records are the highest seen.
+RECORDED = {("uprobe", 1): 6185, ("uprobe", 4): 10065, ("kprobe", 1): 4450, ("kprobe", 4): 8115,
+            ("fentry", 1): 3325, ("fentry", 4): 7005, ("tracepoint", 1): 4010,
+            ("tracepoint", 4): 7890, ("uprobe", "sw"): 5820, ("kprobe", "sw"): 4160,
+            ("fentry", "sw"): 2970, ("tracepoint", "sw"): 3640}
 SLACK = 0.02        # a longer hot path by more than this (plus the noise) fails
 CHEAPER = 0.05      # a shorter one by more than this asks for the record to be lowered
 
