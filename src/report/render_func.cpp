@@ -563,7 +563,12 @@ class JsonFuncRenderer : public FuncReportRenderer {
  public:
   JsonFuncRenderer(std::ostream& out, bool ndjson) : out_(out), streaming_(ndjson) {}
   void interval(const FunctionReport& r) override {
-    out_ << dump(report_json(r, "interval")) << '\n';
+    ojson j = report_json(r, "interval");
+    // The probe bias is calibrated once, before the run: the first interval says it, later
+    // ones do not repeat it (the summary, the whole run's report, has it again).
+    if (bias_sent_) j.erase("probe_bias");
+    bias_sent_ = true;
+    out_ << dump(j) << '\n';
     out_.flush();
     streaming_ = true;
   }
@@ -579,6 +584,7 @@ class JsonFuncRenderer : public FuncReportRenderer {
  private:
   std::ostream& out_;
   bool streaming_ = false;
+  bool bias_sent_ = false;
 };
 
 }  // namespace

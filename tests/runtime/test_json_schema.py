@@ -306,6 +306,9 @@ class FunctionMode(SchemaCase):
         self.assertEqual(types[-1], "summary")
         self.assertIn(0, [d["functions"][0]["calls"] for d in docs if d["type"] == "interval"],
                       "expected an interval without calls")
+        # The probe bias, calibrated once: in the first interval and the summary only.
+        self.assertEqual(["probe_bias" in d for d in docs],
+                         [True] + [False] * (len(docs) - 2) + [True], types)
 
     def test_aggregate_both(self):
         _, docs = self.run_json(["stat", "--aggregate", "both", "-e", "task-clock",

@@ -587,6 +587,37 @@ TEST(FuncReportJson, IntervalRendererStreamsNdjson) {
   EXPECT_FALSE(last.contains("interval"));
 }
 
+TEST(FuncReportJson, NdjsonSaysTheProbeBiasOnceThenInTheSummary) {
+  // Issue 23: probe_bias was repeated in every interval record though it is calibrated once.
+  RenderOptions opts;
+  opts.format = OutputFormat::json;
+  std::ostringstream out;
+  auto renderer = make_func_renderer(opts, out);
+  FunctionReport r = sample_report();
+  ProbeBiasRow bias;
+  bias.backend = "uprobe";
+  bias.calibrated = true;
+  bias.subtracted = true;
+  bias.calls = 64;
+  bias.wall_ns = bias.oncpu_ns = 442;
+  r.probe_bias = {bias};
+  for (double s : {1.0, 2.0, 3.0}) {
+    r.interval_s = s;
+    renderer->interval(r);
+  }
+  renderer->final(r);
+  const auto lines = split(std::string(trim(out.str())), '\n');
+  ASSERT_EQ(lines.size(), 4u) << out.str();
+  std::vector<json> records;
+  for (const auto& line : lines) records.push_back(json::parse(line));
+  ASSERT_TRUE(records[0].contains("probe_bias"));
+  EXPECT_EQ(records[0]["probe_bias"][0]["wall_ns"], 442);
+  EXPECT_FALSE(records[1].contains("probe_bias")) << lines[1];
+  EXPECT_FALSE(records[2].contains("probe_bias")) << lines[2];
+  EXPECT_EQ(records[3]["type"], "summary");
+  EXPECT_EQ(records[3]["probe_bias"], records[0]["probe_bias"]);
+}
+
 TEST(FuncReportCsv, IntervalThenSummaryKeepColumns) {
   // -I with -x: interval rows start with their time; the summary rows after them must keep
   // the same columns (the counting-mode CSV writes "summary" in that cell).
