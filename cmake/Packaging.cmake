@@ -1,6 +1,6 @@
 # Packaging: the bash completion's install rule and a Debian package built with CPack.
 #
-#   cmake --install BUILD                 binary, man page, bash completion
+#   cmake --install BUILD                 binary, man page, bash completion, JSON docs and schema
 #   cd BUILD && cpack -G DEB              pmcprof_<version>_<arch>.deb (see packaging/README.md)
 #
 # Included from the top-level CMakeLists.txt after its install() rules.
@@ -11,6 +11,15 @@ include(GNUInstallDirs)
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/completion/pmcprof.bash
   DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
   RENAME pmcprof)
+
+# The JSON reference, which `stat --help` and the man page point to, under the documentation
+# directory; the JSON Schema and the jq mapping to perf's -j lines are data for tools, so they go
+# under the data directory (minimal systems drop /usr/share/doc with dpkg path-excludes).
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/docs/json.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/docs/schema/pmcprof-1.schema.json
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/pmcprof/schema)
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/docs/perf-json.jq
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/pmcprof)
 
 # ---- CPack: one binary .deb ----
 set(CPACK_GENERATOR "DEB")

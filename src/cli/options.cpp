@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -45,6 +46,20 @@ CLI::Option* add_number(CLI::App& app, const std::string& flags, T& target, cons
 // would print "NAME ..." for its vector, which reads as if it took several.
 void one_value_each(CLI::Option* opt, const char* value_name) {
   opt->option_text(value_name)->allow_extra_args(false);
+}
+
+// json.md where an installed pmcprof has it (PREFIX/share/doc/pmcprof/json.md, PREFIX found
+// from this binary's own path: /usr for the package), else where the source tree has it.
+std::string json_reference() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path prefix = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  const fs::path bindir(PMCPROF_INSTALL_BINDIR);
+  for (auto n = std::distance(bindir.begin(), bindir.end()); n > 0; --n)
+    prefix = prefix.parent_path();
+  const fs::path doc = prefix / PMCPROF_INSTALL_DOCDIR / "json.md";
+  if (!ec && fs::is_regular_file(doc, ec)) return doc.string();
+  return "docs/json.md";
 }
 
 // perf stat's aggregation, layout and metric flags (stat only: serve has no report).
@@ -110,7 +125,7 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
   }
   if (!for_serve) {
     stat.add_flag("-j,--json,--json-output", o.json,
-                  "JSON output, pmcprof's schema (NDJSON with -I; docs/json.md)");
+                  "JSON output, pmcprof's schema (NDJSON with -I; " + json_reference() + ")");
   }
   if (!for_serve) {
     stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")

@@ -5,7 +5,8 @@ Builds the .deb from the build directory ctest runs in (the directory of the --p
 configured with cmake/Packaging.cmake) into a temporary directory, checks its control fields
 (Depends from dpkg-shlibdeps, plus adduser) and contents, installs it, runs the installed
 /usr/bin/pmcprof (--version, a short count), `man -w pmcprof`, loads the installed bash
-completion. The service: `systemd-analyze verify` passes on the installed unit (no warning),
+completion, checks json.md, the JSON Schema and perf-json.jq are installed as in docs/ and that
+`stat --help` names the installed json.md. The service: `systemd-analyze verify` passes on the installed unit (no warning),
 `systemd-analyze security --offline` rates it, the system user pmcprof and /etc/pmcprof
 (root:pmcprof 0750) exist, /etc/default/pmcprof is a conffile, the unit is neither enabled nor
 running; the unit's ExecStart with /etc/default/pmcprof's arguments, run as its User= with
@@ -17,6 +18,7 @@ under strace, serving and scraped, in counting, per-cgroup (BPF) and --func sysc
 (with and without TLS), is in the set systemd-analyze expands the filter to.
 See packaging/README.md.
 """
+import json
 import os
 import re
 import shutil
@@ -37,6 +39,11 @@ SOURCE_UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..
 BIN = "/usr/bin/pmcprof"
 MAN = "/usr/share/man/man1/pmcprof.1.gz"
 COMPLETION = "/usr/share/bash-completion/completions/pmcprof"
+# The JSON reference `stat --help` and the man page point to, and the schema and jq mapping.
+JSON_DOC = "/usr/share/doc/pmcprof/json.md"
+JSON_SCHEMA = "/usr/share/pmcprof/schema/pmcprof-1.schema.json"
+PERF_JQ = "/usr/share/pmcprof/perf-json.jq"
+SOURCE_DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs")
 # What dpkg-shlibdeps must find in the binary's NEEDED entries (zlib1g: serve's gzip), and
 # adduser for postinst.
 WANT_DEPENDS = ("libbpf1", "libpfm4", "libelf1", "libstdc++6", "libc6", "libmicrohttpd12",
@@ -145,7 +152,7 @@ class Package(unittest.TestCase):
         # Contents.
         listing = t.run(["dpkg-deb", "-c", deb], timeout=30).stdout
         files = {line.split()[-1].lstrip(".") for line in listing.splitlines() if line.split()}
-        for path in (BIN, MAN, COMPLETION):
+        for path in (BIN, MAN, COMPLETION, JSON_DOC, JSON_SCHEMA, PERF_JQ):
             self.assertIn(path, files, f"{path} not in the package:\n{listing}")
         self.assertNotIn("/usr/share/man/man1/pmcprof.1", files, "uncompressed man page too")
         for line in listing.splitlines():
@@ -183,6 +190,7 @@ class Package(unittest.TestCase):
                 self.assertEqual(p.returncode, 0, p.stderr)
                 self.assertIn("pmcprof", p.stdout)
 
+            self.check_json_docs()
             self.assertTrue(os.path.isfile(COMPLETION), f"{COMPLETION} missing after dpkg -i")
             p = t.run(["bash", "-c", f"source {COMPLETION} && complete -p pmcprof"])
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -217,6 +225,27 @@ class Package(unittest.TestCase):
         p = t.run(["getent", "group", SERVICE_USER])
         self.assertNotEqual(p.returncode, 0, "dpkg -P left the system group")
         t.log("dpkg -r kept the user and the conffile; dpkg -P removed both and /etc/pmcprof")
+
+    def check_json_docs(self):
+        """json.md, the schema and the jq mapping are installed as they are in the source, and
+        the installed binary's --help names the json.md that is there."""
+        for path, source in ((JSON_DOC, "json.md"), (JSON_SCHEMA, "schema/pmcprof-1.schema.json"),
+                             (PERF_JQ, "perf-json.jq")):
+            excluded = dpkg_excludes(path)
+            if excluded:
+                t.log(f"dpkg excludes {path} here ({excluded}): not checked")
+                continue
+            self.assertTrue(os.path.isfile(path), f"{path} missing after dpkg -i")
+            with open(path, "rb") as got, open(os.path.join(SOURCE_DOCS, source), "rb") as want:
+                self.assertEqual(got.read(), want.read(), f"{path} differs from docs/{source}")
+        with open(JSON_SCHEMA) as f:
+            self.assertEqual(json.load(f)["$defs"]["doctor"]["properties"]["type"]["const"],
+                             "doctor")
+        p = t.run([BIN, "stat", "--help"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        want = "docs/json.md" if dpkg_excludes(JSON_DOC) else JSON_DOC
+        self.assertRegex(p.stdout, rf"-j,--json\S*\s+JSON output.*; {re.escape(want)}\)")
+        t.log(f"installed: {JSON_DOC}, {JSON_SCHEMA}, {PERF_JQ}; --help names {want}")
 
     def check_service(self, deb):
         """The unit, its user and configuration, installed by dpkg -i."""
