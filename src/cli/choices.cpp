@@ -1,5 +1,11 @@
 #include "pmcprof/cli/choices.hpp"
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "pmcprof/report/number_format.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -43,6 +49,85 @@ std::size_t validate_buffer_pages(long long pages) {
                         ": it must be a power of two between 1 and 65536",
                     "e.g. --buffer-pages 256 (1 MiB per CPU with 4 KiB pages)");
   return static_cast<std::size_t>(pages);
+}
+
+namespace {
+
+constexpr const char* kHistLinearHint =
+    "e.g. --hist-linear=0,2ms,100us (times) or --hist-linear=0,5000,250 (counts), as bpftrace's "
+    "lhist(min, max, step)";
+
+// One value of --hist-linear: a decimal number and an optional time unit (its factor to ns).
+struct LinearValue {
+  double value = 0;
+  std::optional<double> unit_ns;
+};
+
+LinearValue parse_linear_value(std::string_view word, std::string_view whole) {
+  std::size_t digits = 0;
+  while (digits < word.size() &&
+         (std::isdigit(static_cast<unsigned char>(word[digits])) || word[digits] == '.'))
+    ++digits;
+  const std::string number(word.substr(0, digits));
+  const std::string_view unit = word.substr(digits);
+  const bool one_point = number.find('.') == number.rfind('.');
+  if (number.empty() || number.front() == '.' || number.back() == '.' || !one_point)
+    throw UserError(
+        "invalid --hist-linear " + quote(whole) + ": " + quote(word) + " is not a number",
+        kHistLinearHint);
+  LinearValue v{std::strtod(number.c_str(), nullptr), std::nullopt};
+  if (unit == "ns")
+    v.unit_ns = 1;
+  else if (unit == "us")
+    v.unit_ns = 1e3;
+  else if (unit == "ms")
+    v.unit_ns = 1e6;
+  else if (unit == "s")
+    v.unit_ns = 1e9;
+  else if (!unit.empty())
+    throw UserError("invalid --hist-linear " + quote(whole) + ": unknown unit " + quote(unit) +
+                        " in " + quote(word),
+                    "times take ns, us, ms or s; counts and metrics take no unit");
+  return v;
+}
+
+}  // namespace
+
+HistLinear parse_hist_linear(std::string_view text) {
+  const auto words = split(text, ',');
+  if (words.size() != 3)
+    throw UserError("invalid --hist-linear " + quote(text) + ": give MIN,MAX,STEP",
+                    kHistLinearHint);
+  LinearValue v[3];
+  bool any_unit = false;
+  for (std::size_t i = 0; i < 3; ++i) {
+    v[i] = parse_linear_value(words[i], text);
+    any_unit |= v[i].unit_ns.has_value();
+  }
+  HistLinear range;
+  range.time = any_unit;
+  range.text = std::string(text);
+  double* out[3] = {&range.min, &range.max, &range.step};
+  for (std::size_t i = 0; i < 3; ++i) {
+    // A range of times: every value in a unit, but 0 is 0 in any unit.
+    if (any_unit && !v[i].unit_ns && v[i].value != 0)
+      throw UserError("invalid --hist-linear " + quote(text) + ": " + quote(words[i]) +
+                          " has no unit, the others do",
+                      "give every value of a range of times its unit (ns, us, ms, s)");
+    *out[i] = v[i].value * v[i].unit_ns.value_or(1);
+  }
+  if (!(range.max > range.min))
+    throw UserError("invalid --hist-linear " + quote(text) + ": MAX must be above MIN",
+                    kHistLinearHint);
+  if (!(range.step > 0))
+    throw UserError("invalid --hist-linear " + quote(text) + ": STEP must be above 0",
+                    kHistLinearHint);
+  const double rows = std::ceil((range.max - range.min) / range.step - 1e-9);
+  if (rows > static_cast<double>(kMaxHistLinearRows))
+    throw UserError("invalid --hist-linear " + quote(text) + ": " + format_grouped(rows, 0) +
+                        " rows, more than " + std::to_string(kMaxHistLinearRows),
+                    "take a larger STEP, or --hist for powers of two");
+  return range;
 }
 
 }  // namespace pmcprof

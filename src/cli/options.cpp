@@ -94,6 +94,20 @@ void add_perf_flags(CLI::App& stat, StatOptions& o) {
                 "With -x and --summary, no 'summary' field before the summary rows");
 }
 
+// Function mode's histograms (stat only: serve exports its own).
+void add_hist_flags(CLI::App& stat, StatOptions& o) {
+  // A flag with an optional value: `--hist` alone, or `--hist=wall,instructions`; a bare
+  // `--hist wall` leaves `wall` to be the command (run_stat_command refuses that).
+  stat.add_flag("--hist{}", o.hist_quantities,
+                "Per-call histograms after each function, log2 as bcc's funclatency: of wall "
+                "time and every event, or --hist=QUANTITIES (wall, oncpu, events, metrics)")
+      ->type_name("QUANTITIES");
+  stat.add_option("--hist-linear", o.hist_linear,
+                  "Linear histograms instead, as bpftrace's lhist: MIN,MAX,STEP in each "
+                  "quantity's unit, or times as 0,2ms,100us (implies --hist)")
+      ->type_name("MIN,MAX,STEP");
+}
+
 // `serve` takes stat's flags except those about a finite report (-I, -r, -x, -j, -o).
 void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
   one_value_each(
@@ -131,6 +145,7 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
     stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
         ->type_name("FILE");
   }
+  if (!for_serve) add_hist_flags(stat, o);
   one_value_each(
       stat.add_option(
           "--func", o.funcs,
@@ -195,6 +210,18 @@ class CommandUsage : public CLI::Formatter {
     const std::size_t end = usage.find_last_not_of('\n') + 1;
     usage.insert(end, " [[--] COMMAND [ARG...]]");
     return usage;
+  }
+  // A flag with an optional value reads --hist[=QUANTITIES] (its type name), not CLI11's
+  // --hist{} (the default value between braces).
+  std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, positional);
+    if (const auto braces = name.find("{}"); braces != std::string::npos)
+      name.replace(braces, 2, "[=" + opt->get_type_name() + "]");
+    return name;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (opt->get_name(false, true).find("{}") != std::string::npos) return {};  // in the name
+    return CLI::Formatter::make_option_opts(opt);
   }
 };
 
@@ -314,6 +341,9 @@ int run_cli(int argc, char** argv) {
   try {
     if (stat->parsed()) {
       stat_opts.events_given = stat->count("--event") > 0;
+      stat_opts.hist = stat->count("--hist") > 0;
+      // Before "--": a word a bare --hist may have been meant to take.
+      stat_opts.command_before_dashes = !stat->remaining().empty();
       // CLI11 leaves the words after "--" on the parent app, other words on the subcommand.
       stat_opts.command = stat->remaining();
       // Words before any "--" stay on the subcommand: one that looks like a flag is a flag

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "pmcprof/report/func_hist.hpp"
 #include "pmcprof/report/func_report.hpp"
 #include "pmcprof/report/histogram_view.hpp"
 #include "pmcprof/report/number_format.hpp"
@@ -128,7 +129,7 @@ std::string metric_cells(const FuncMetricRow& m, std::uint64_t counted) {
   return cells + " (" + metric_coverage(m, counted) + ")";
 }
 
-void text_rows(std::ostream& out, const FunctionReport& r) {
+void text_rows(std::ostream& out, const FunctionReport& r, const HistOptions& hist) {
   for (const auto& f : r.functions) {
     out << " " << esc(f.function) << "  [" << f.backend
         << (f.kind == "function" ? "" : " " + f.kind) << "]";
@@ -208,7 +209,7 @@ void text_rows(std::ostream& out, const FunctionReport& r) {
       for (const auto& m : f.metrics)
         out << "   " << pad_right(esc(m.name), label) << metric_cells(m, counted) << "\n";
     }
-    out << "\n";
+    out << func_hist_text(f, hist) << "\n";
   }
 }
 
@@ -236,10 +237,10 @@ std::string bias_line(const ProbeBiasRow& b) {
   return line;
 }
 
-void text_final(std::ostream& out, const FunctionReport& r) {
+void text_final(std::ostream& out, const FunctionReport& r, const HistOptions& hist) {
   out << "\n Function counter stats for '" << esc(r.target) << "' (" << r.aggregation
       << " aggregation):\n\n";
-  text_rows(out, r);
+  text_rows(out, r, hist);
   for (const auto& b : r.probe_bias) out << bias_line(b) << "\n";
   if (r.untracked)
     out << " WARNING: " << format_grouped(static_cast<double>(r.untracked), 0)
@@ -451,7 +452,7 @@ std::string csv_number(double v) {
 }
 
 void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep,
-              bool summary = false) {
+              const HistOptions& hist, bool summary = false) {
   auto cell = [&](const Distribution& d, const std::string& name, const std::string& unit,
                   const FuncRow& f) {
     if (r.interval_s)
@@ -518,38 +519,44 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     }
     for (const auto& m : f.metrics) metric_row(m, f);
   }
+  // --hist: the drawn rows after the usual ones, led by the same interval or summary field.
+  const std::string prefix = r.interval_s ? format_fixed(*r.interval_s, 9) + sep
+                             : summary    ? "summary" + sep
+                                          : "";
+  for (const auto& f : r.functions) func_hist_csv(out, f, hist, sep, prefix);
 }
 
 class TextFuncRenderer : public FuncReportRenderer {
  public:
-  explicit TextFuncRenderer(std::ostream& out) : out_(out) {}
+  TextFuncRenderer(std::ostream& out, HistOptions hist) : out_(out), hist_(std::move(hist)) {}
   void interval(const FunctionReport& r) override {
     char buf[48];
     std::snprintf(buf, sizeof(buf), "# %.3f s\n", r.interval_s.value_or(0));
     out_ << buf;
-    text_rows(out_, r);
+    text_rows(out_, r, hist_);
     out_.flush();
   }
   void final(const FunctionReport& r) override {
-    text_final(out_, r);
-    if (r.kernel_view) text_final(out_, *r.kernel_view);
+    text_final(out_, r, hist_);
+    if (r.kernel_view) text_final(out_, *r.kernel_view, hist_);
     out_.flush();
   }
 
  private:
   std::ostream& out_;
+  HistOptions hist_;
 };
 
 class CsvFuncRenderer : public FuncReportRenderer {
  public:
-  CsvFuncRenderer(std::ostream& out, std::string sep, bool intervals)
-      : out_(out), sep_(std::move(sep)), intervals_(intervals) {}
-  void interval(const FunctionReport& r) override { csv_rows(out_, r, sep_), out_.flush(); }
+  CsvFuncRenderer(std::ostream& out, std::string sep, bool intervals, HistOptions hist)
+      : out_(out), sep_(std::move(sep)), intervals_(intervals), hist_(std::move(hist)) {}
+  void interval(const FunctionReport& r) override { csv_rows(out_, r, sep_, hist_), out_.flush(); }
   void final(const FunctionReport& r) override {
     FunctionReport whole = r;
     whole.interval_s.reset();
-    csv_rows(out_, whole, sep_, intervals_);
-    if (r.kernel_view) csv_rows(out_, *r.kernel_view, sep_, intervals_);
+    csv_rows(out_, whole, sep_, hist_, intervals_);
+    if (r.kernel_view) csv_rows(out_, *r.kernel_view, sep_, hist_, intervals_);
     out_.flush();
   }
 
@@ -557,6 +564,7 @@ class CsvFuncRenderer : public FuncReportRenderer {
   std::ostream& out_;
   std::string sep_;
   bool intervals_;
+  HistOptions hist_;
 };
 
 class JsonFuncRenderer : public FuncReportRenderer {
@@ -593,24 +601,25 @@ std::unique_ptr<FuncReportRenderer> make_func_renderer(const RenderOptions& opts
                                                        std::ostream& out) {
   switch (opts.format) {
     case OutputFormat::csv:
-      return std::make_unique<CsvFuncRenderer>(out, opts.csv_separator, opts.intervals);
+      return std::make_unique<CsvFuncRenderer>(out, opts.csv_separator, opts.intervals, opts.hist);
     case OutputFormat::json:
       return std::make_unique<JsonFuncRenderer>(out, opts.intervals);
     case OutputFormat::text:
       break;
   }
-  return std::make_unique<TextFuncRenderer>(out);
+  return std::make_unique<TextFuncRenderer>(out, opts.hist);
 }
 
-std::string render_func_text(const FunctionReport& r) {
+std::string render_func_text(const FunctionReport& r, const HistOptions& hist) {
   std::ostringstream ss;
-  TextFuncRenderer(ss).final(r);
+  TextFuncRenderer(ss, hist).final(r);
   return ss.str();
 }
 
-std::string render_func_csv(const FunctionReport& r, const std::string& sep) {
+std::string render_func_csv(const FunctionReport& r, const std::string& sep,
+                            const HistOptions& hist) {
   std::ostringstream ss;
-  CsvFuncRenderer(ss, sep, false).final(r);
+  CsvFuncRenderer(ss, sep, false, hist).final(r);
   return ss.str();
 }
 

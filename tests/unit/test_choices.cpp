@@ -126,3 +126,52 @@ TEST(Choices, BufferPagesRefused) {
     }
   }
 }
+
+// ---- --hist-linear: MIN,MAX,STEP, as bpftrace's lhist; times with units ----
+
+TEST(Choices, HistLinearValues) {
+  const HistLinear counts = parse_hist_linear("0,5000,250");
+  EXPECT_EQ(counts.min, 0);
+  EXPECT_EQ(counts.max, 5000);
+  EXPECT_EQ(counts.step, 250);
+  EXPECT_FALSE(counts.time);
+  EXPECT_EQ(counts.text, "0,5000,250");
+  const HistLinear times = parse_hist_linear("0,2ms,100us");  // a bare 0 in a range of times
+  EXPECT_TRUE(times.time);
+  EXPECT_EQ(times.min, 0);
+  EXPECT_EQ(times.max, 2e6);
+  EXPECT_EQ(times.step, 1e5);
+  const HistLinear mixed = parse_hist_linear("1.5us,1s,2500ms");
+  EXPECT_EQ(mixed.min, 1500);
+  EXPECT_EQ(mixed.max, 1e9);
+  EXPECT_EQ(mixed.step, 2.5e9);
+  const HistLinear ratio = parse_hist_linear("0,4,0.25");  // IPC
+  EXPECT_EQ(ratio.step, 0.25);
+  EXPECT_FALSE(ratio.time);
+  EXPECT_EQ(parse_hist_linear("0,1000,1").max, 1000);  // 1,000 rows: the most
+}
+
+TEST(Choices, HistLinearRefused) {
+  const auto parse = [](const std::string& t) { return parse_hist_linear(t); };
+  for (const char* text :
+       {"", "0,100", "0,100,10,1", "a,100,10", "0,,10", "-1,100,10", "0,1e3,10", "0,.5,0.1",
+        "0,1.,0.1", "0,1.2.3,0.1", "0,100,0", "100,100,10", "100,0,10", "0,2ms,100", "0,2 ms,100us",
+        "0,2min,1s", "0,2ms,1ns", "0,1001,1", "0x10,100,10"})
+    expect_refused(parse, text, "--hist-linear", {});
+  // What each says.
+  const auto says = [](const std::string& text, const std::string& part) {
+    try {
+      parse_hist_linear(text);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const UserError& e) {
+      EXPECT_TRUE(contains(e.what(), part)) << e.what();
+      EXPECT_FALSE(e.hint().empty());
+    }
+  };
+  says("0,100", "give MIN,MAX,STEP");
+  says("0,2ms,100", "'100' has no unit, the others do");
+  says("0,2min,1s", "unknown unit 'min'");
+  says("100,0,10", "MAX must be above MIN");
+  says("0,100,0", "STEP must be above 0");
+  says("0,1s,1us", "1,000,000 rows, more than 1000");
+}

@@ -17,6 +17,7 @@
 
 #include "../../bpf/pmcprof.h"
 #include "golden.hpp"
+#include "pmcprof/report/func_hist.hpp"
 #include "pmcprof/report/func_report.hpp"
 #include "pmcprof/report/histogram_view.hpp"
 #include "pmcprof/report/prometheus.hpp"
@@ -1236,4 +1237,144 @@ TEST(FuncReportJson, DistributionsCarryTheirBuckets) {
   EXPECT_GT(ipc["buckets"][0][1].get<double>(), 1.5);
   EXPECT_LE(ipc["buckets"][1][0].get<double>(), 2.0);
   EXPECT_GT(ipc["buckets"][1][1].get<double>(), 2.0);
+}
+
+// ---- --hist: per-call histograms after each function's rows ----
+
+namespace {
+
+HistOptions hist(std::vector<std::string> quantities = {},
+                 std::optional<HistLinear> linear = std::nullopt) {
+  return {true, std::move(quantities), std::move(linear)};
+}
+
+std::vector<std::string> names_of(const std::vector<HistQuantity>& qs) {
+  std::vector<std::string> out;
+  for (const auto& q : qs) out.push_back(q.name);
+  return out;
+}
+
+}  // namespace
+
+TEST(FuncReportGolden, HistText) {
+  std::ostringstream text;
+  RenderOptions opts;
+  opts.hist = hist();
+  make_func_renderer(opts, text)->final(both_report());
+  pmcprof::testing::expect_golden("func_report_hist.txt", text.str());
+}
+
+TEST(FuncReportGolden, HistCsv) {
+  pmcprof::testing::expect_golden(
+      "func_report_hist.csv",
+      render_func_csv(both_report(), ",", hist({"wall", "instructions", "IPC"})));
+}
+
+TEST(FuncReportHist, DefaultIsWallAndEveryEventTimesForATimeRange) {
+  const FuncRow row = both_report().functions[0];
+  EXPECT_EQ(
+      names_of(hist_quantities(row, hist())),
+      (std::vector<std::string>{"wall", "cycles", "instructions", "task-clock", "cache-misses"}));
+  EXPECT_EQ(names_of(hist_quantities(row, hist({}, HistLinear{0, 2e6, 1e5, true, "0,2ms,100us"}))),
+            (std::vector<std::string>{"wall", "task-clock"}));
+  // Named: in the order named; on-CPU time and metrics only when named; unknown names skipped.
+  EXPECT_EQ(names_of(hist_quantities(row, hist({"IPC", "oncpu", "nope", "cycles"}))),
+            (std::vector<std::string>{"IPC", "oncpu", "cycles"}));
+  EXPECT_TRUE(hist_quantities(row, HistOptions{}).size() > 0);  // selection, not drawing
+  EXPECT_EQ(func_hist_text(row, HistOptions{}), "");
+}
+
+TEST(FuncReportHist, WithoutHistNothingIsDrawn) {
+  std::ostringstream plain;
+  make_func_renderer(RenderOptions{}, plain)->final(both_report());
+  EXPECT_EQ(plain.str().find("distribution"), std::string::npos);
+  EXPECT_EQ(render_func_csv(both_report()).find(",hist,"), std::string::npos);
+}
+
+// The text draws each quantity after the function's rows, with its title and the calls the
+// histogram holds; the CSV rows of a quantity add up to those calls.
+TEST(FuncReportHist, TextAndCsvAgreeWithTheHistogram) {
+  FuncStats s(2);
+  for (int i = 0; i < 50; ++i) s.add(call(10000, 9000, {1000, 2000}));
+  for (int i = 0; i < 50; ++i) s.add(call(1000000, 990000, {100000, 150000}));
+  s.add(call(600, 500, {8, 9}, 0, /*measured=*/0x2));  // cycles multiplexed out
+  FunctionReport r;
+  r.target = "t";
+  r.aggregation = "stream";
+  r.functions.push_back(make_func_row("f", "uprobe", "", s, 0, kThreeEvents));
+  const std::string text = render_func_text(r, hist());
+  EXPECT_NE(text.find("   wall time per call (101 calls):\n        nsecs               : count"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("   cycles per call (100 calls):\n        cycles              : count"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find(
+          "         8192 -> 16383      : 50       |****************************************|"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("cache-misses per call"), std::string::npos) << text;  // nothing to draw
+  // After the rows, before the probe bias lines.
+  EXPECT_LT(text.find("on-CPU time"), text.find("wall time per call")) << text;
+  const std::string csv = render_func_csv(r, ";", hist({"wall", "cycles"}));
+  std::map<std::string, std::uint64_t> sums;
+  for (const auto& line : split(csv, '\n')) {
+    const auto cells = split(line, ';');
+    if (cells.size() < 4 || cells[3] != "hist") continue;
+    ASSERT_EQ(cells.size(), 9u) << line;
+    EXPECT_EQ(cells[0], "f");
+    EXPECT_EQ(cells[1], "uprobe");
+    sums[cells[4]] += std::stoull(cells[8]);
+    EXPECT_EQ(cells[5], cells[4] == "wall-time" ? "ns" : "") << line;
+  }
+  EXPECT_EQ(sums["wall-time"], 101u);
+  EXPECT_EQ(sums["cycles"], 100u);
+  EXPECT_EQ(sums.size(), 2u);
+  EXPECT_NE(csv.find("f;uprobe;;hist;wall-time;ns;8192;16384;50\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("f;uprobe;;hist;wall-time;ns;512;1024;1\n"), std::string::npos) << csv;
+}
+
+TEST(FuncReportHist, LinearSaysWhenEdgesMoved) {
+  FuncStats s(2);
+  for (int i = 0; i < 10; ++i) s.add(call(150000, 140000, {1, 2}));
+  FunctionReport r;
+  r.functions.push_back(make_func_row("f", "uprobe", "", s, 0, kThreeEvents));
+  const std::string moved =
+      render_func_text(r, hist({"wall"}, HistLinear{0, 200000, 100000, true, "0,200us,100us"}));
+  EXPECT_NE(moved.find("   wall time per call (10 calls), linear 0,200us,100us:\n"
+                       "   (edges moved to the nearest bounds of the 2% buckets)\n"),
+            std::string::npos)
+      << moved;
+  EXPECT_NE(moved.find("        99840 -> 199679     : 10"), std::string::npos) << moved;
+  // Edges that are bucket bounds (powers of two here) move nowhere: no note.
+  const std::string exact =
+      render_func_text(r, hist({"wall"}, HistLinear{0, 262144, 131072, false, "0,262144,131072"}));
+  EXPECT_EQ(exact.find("edges moved"), std::string::npos) << exact;
+  EXPECT_NE(exact.find("       131072 -> 262143     : 10"), std::string::npos) << exact;
+}
+
+// -I: each interval's text draws the interval's own calls.
+TEST(FuncReportHist, IntervalsDrawTheirOwnCalls) {
+  std::ostringstream text;
+  RenderOptions opts;
+  opts.hist = hist({"wall"});
+  opts.intervals = true;
+  auto renderer = make_func_renderer(opts, text);
+  FuncStats first(2), second(2);
+  for (int i = 0; i < 3; ++i) first.add(call(10000, 9000, {1, 2}));
+  for (int i = 0; i < 5; ++i) second.add(call(1000000, 900000, {1, 2}));
+  FunctionReport r;
+  r.interval_s = 1.0;
+  r.functions.push_back(make_func_row("f", "uprobe", "", first, 0, kThreeEvents));
+  renderer->interval(r);
+  r.interval_s = 2.0;
+  r.functions[0] = make_func_row("f", "uprobe", "", second, 0, kThreeEvents);
+  renderer->interval(r);
+  const std::string out = text.str();
+  const auto second_tick = out.find("# 2.000 s");
+  ASSERT_NE(second_tick, std::string::npos) << out;
+  EXPECT_LT(out.find("wall time per call (3 calls)"), second_tick) << out;
+  EXPECT_GT(out.find("wall time per call (5 calls)"), second_tick) << out;
+  EXPECT_NE(out.find("524288 -> 1048575    : 5 "), std::string::npos) << out;
 }

@@ -2,13 +2,17 @@
 // `pmcprof report` and `pmcprof diff` use to get the histogram back).
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "pmcprof/report/histogram_view.hpp"
 #include "pmcprof/stream/histogram.hpp"
 #include "pmcprof/util/error.hpp"
+#include "pmcprof/util/strings.hpp"
 
 using namespace pmcprof;
 using nlohmann::json;
@@ -173,4 +177,210 @@ TEST(CompactScalarArrays, PutsArraysOfPlainValuesOnOneLine) {
   EXPECT_NE(compact.find("\"empty\": []"), std::string::npos) << compact;
   // The same document.
   EXPECT_EQ(nlohmann::ordered_json::parse(compact), j);
+}
+
+// ---- rows: log2 and linear, each an exact sum of whole buckets ----
+
+namespace {
+
+// Deterministic values over many octaves (splitmix64), and their histogram.
+std::vector<std::uint64_t> sample_values() {
+  std::vector<std::uint64_t> v;
+  std::uint64_t s = 42;
+  for (int i = 0; i < 20000; ++i) {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    v.push_back(z >> (z % 64));  // every magnitude from 0 to 2^64
+  }
+  return v;
+}
+
+Histogram histogram_of(const std::vector<std::uint64_t>& values) {
+  Histogram h;
+  for (auto v : values) h.add(v);
+  return h;
+}
+
+// The values in [lower, upper), counted one by one.
+std::uint64_t brute_count(const std::vector<std::uint64_t>& values, const HistRow& row) {
+  std::uint64_t n = 0;
+  for (auto v : values) n += v >= row.lower && (!row.upper || v < *row.upper);
+  return n;
+}
+
+bool is_bucket_bound(std::uint64_t v) {
+  return Histogram::bucket_lower(Histogram::bucket_of(v)) == v;
+}
+
+}  // namespace
+
+// Powers of two are bucket bounds, so no bucket straddles a log2 row: every bucket below the
+// open last one lies in one octave.
+TEST(HistogramRows, PowersOfTwoAreBucketBounds) {
+  for (int k = 0; k <= 41; ++k) EXPECT_TRUE(is_bucket_bound(std::uint64_t{1} << k)) << k;
+  for (std::uint32_t b = 1; b + 1 < Histogram::kBuckets; ++b) {
+    const std::uint64_t lo = Histogram::bucket_lower(b), last = Histogram::bucket_upper(b) - 1;
+    EXPECT_EQ(std::bit_width(lo), std::bit_width(last)) << "bucket " << b;
+  }
+}
+
+TEST(HistogramRows, Log2RowsCountEveryValueExactly) {
+  const auto values = sample_values();
+  const auto rows = log2_rows(histogram_of(values));
+  ASSERT_FALSE(rows.empty());
+  std::uint64_t total = 0;
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.count, brute_count(values, r)) << r.lower;
+    total += r.count;
+  }
+  EXPECT_EQ(total, values.size());
+  EXPECT_EQ(rows.front(), (HistRow{0, 1, brute_count(values, {0, 1, 0})}));
+  // The last row holds the open bucket (values from 0.99 x 2^42): it has no upper bound.
+  EXPECT_EQ(rows.back().lower, std::uint64_t{1} << 41);
+  EXPECT_FALSE(rows.back().upper);
+  for (std::size_t i = 1; i + 1 < rows.size(); ++i)
+    EXPECT_EQ(*rows[i].upper, 2 * rows[i].lower) << i;
+}
+
+TEST(HistogramRows, Log2TrimsEmptyRowsAtBothEndsNotBetween) {
+  Histogram h;
+  h.add(10000, 5);    // [8192, 16384)
+  h.add(1000000, 3);  // [524288, 1048576)
+  const auto rows = log2_rows(h);
+  ASSERT_EQ(rows.size(), 7u);
+  EXPECT_EQ(rows.front(), (HistRow{8192, 16384, 5}));
+  EXPECT_EQ(rows.back(), (HistRow{524288, 1048576, 3}));
+  for (std::size_t i = 1; i + 1 < rows.size(); ++i) EXPECT_EQ(rows[i].count, 0u);
+  EXPECT_TRUE(log2_rows(Histogram{}).empty());
+}
+
+TEST(HistogramRows, NearestBucketBoundIsWithinOnePercent) {
+  for (double raw : {0.0, 1.0, 99.5, 127.0, 128.0, 129.0, 1000.0, 99999.0, 1e6, 3.3e9, 1e12}) {
+    const std::uint64_t b = nearest_bucket_bound(raw);
+    EXPECT_TRUE(is_bucket_bound(b)) << raw;
+    EXPECT_LE(std::fabs(static_cast<double>(b) - raw), 0.01 * raw + 0.5) << raw;
+  }
+  EXPECT_EQ(nearest_bucket_bound(100000), 99840u);  // in [99840, 101888): nearer its lower
+  EXPECT_EQ(nearest_bucket_bound(1e30), Histogram::bucket_lower(kLast));
+  EXPECT_EQ(nearest_bucket_bound(-5), 0u);
+}
+
+// Below 128 every value is a bucket: a linear range there is exact, edges where asked.
+TEST(HistogramRows, LinearRowsBelow128AreExact) {
+  std::vector<std::uint64_t> values;
+  for (std::uint64_t v = 0; v < 200; ++v) values.push_back(v % 130);
+  const Histogram h = histogram_of(values);
+  const LinearRows lin = linear_rows(h, {20, 100, 10, false, "20,100,10"});
+  EXPECT_FALSE(lin.moved);
+  ASSERT_EQ(lin.rows.size(), 10u);  // below 20, eight of 10, from 100 up
+  EXPECT_EQ(lin.rows.front(), (HistRow{0, 20, brute_count(values, {0, 20, 0})}));
+  EXPECT_EQ(lin.rows[1], (HistRow{20, 30, 20}));  // 20..29 and 150..159 (% 130)
+  EXPECT_EQ(lin.rows.back().lower, 100u);
+  EXPECT_FALSE(lin.rows.back().upper);
+  std::uint64_t total = 0;
+  for (const auto& r : lin.rows) {
+    EXPECT_EQ(r.count, brute_count(values, r));
+    total += r.count;
+  }
+  EXPECT_EQ(total, values.size());
+}
+
+// Above 128, an edge inside a 2% bucket moves to the bucket's nearest bound: the rows' bounds
+// are those counted, every count exact for the bounds printed.
+TEST(HistogramRows, LinearEdgesMoveToBucketBoundsAndCountExactly) {
+  const auto values = sample_values();
+  const Histogram h = histogram_of(values);
+  const LinearRows lin = linear_rows(h, {0, 2000000, 100000, true, "0,2ms,100us"});
+  EXPECT_TRUE(lin.moved);
+  std::uint64_t total = 0;
+  for (const auto& r : lin.rows) {
+    EXPECT_TRUE(is_bucket_bound(r.lower)) << r.lower;
+    if (r.upper) {
+      EXPECT_TRUE(is_bucket_bound(*r.upper)) << *r.upper;
+      // Each edge within 1% of the one asked for.
+      const double asked = std::round(static_cast<double>(*r.upper) / 100000) * 100000;
+      EXPECT_LE(std::fabs(static_cast<double>(*r.upper) - asked), 0.01 * asked) << *r.upper;
+    }
+    EXPECT_EQ(r.count, brute_count(values, r)) << r.lower;
+    total += r.count;
+  }
+  EXPECT_EQ(total, values.size());
+  EXPECT_EQ(lin.rows[1], (HistRow{99840, 199680, brute_count(values, {99840, 199680, 0})}));
+}
+
+// A STEP finer than the buckets there: edges that fall on the same bound make one row.
+TEST(HistogramRows, LinearEdgesOnOneBoundMerge) {
+  Histogram h;
+  h.add(1000000, 4);
+  const LinearRows lin = linear_rows(h, {990000, 1010000, 10, false, "990000,1010000,10"});
+  ASSERT_EQ(lin.rows.size(), 1u);
+  EXPECT_EQ(lin.rows[0].count, 4u);
+  EXPECT_TRUE(is_bucket_bound(lin.rows[0].lower));
+  EXPECT_EQ(*lin.rows[0].upper - lin.rows[0].lower,
+            Histogram::bucket_upper(Histogram::bucket_of(1000000)) -
+                Histogram::bucket_lower(Histogram::bucket_of(1000000)));
+}
+
+// A metric's values are fixed point: the range is in the metric's unit.
+TEST(HistogramRows, LinearRowsOfAMetric) {
+  Histogram h;
+  h.add(std::uint64_t{1} << 19, 2);  // 0.5
+  h.add(std::uint64_t{3} << 19, 5);  // 1.5
+  const LinearRows lin = linear_rows(h, {0, 2, 0.5, false, "0,2,0.5"}, kMetricStep);
+  EXPECT_FALSE(lin.moved);  // 0.5 steps are bucket bounds
+  ASSERT_EQ(lin.rows.size(), 3u);
+  EXPECT_EQ(lin.rows[0], (HistRow{1u << 19, 1u << 20, 2}));
+  EXPECT_EQ(lin.rows[1], (HistRow{1u << 20, 3u << 19, 0}));
+  EXPECT_EQ(lin.rows[2], (HistRow{3u << 19, 1u << 21, 5}));
+}
+
+// ---- drawing: bcc's funclatency layout ----
+
+TEST(HistogramDraw, Log2AsBccPrintsIt) {
+  Histogram h;
+  h.add(10000, 95);
+  h.add(20000, 5);
+  h.add(1000000, 100);
+  const std::string want =
+      "        nsecs               : count     distribution\n"
+      "         8192 -> 16383      : 95       |**************************************  |\n"
+      "        16384 -> 32767      : 5        |**                                      |\n"
+      "        32768 -> 65535      : 0        |                                        |\n"
+      "        65536 -> 131071     : 0        |                                        |\n"
+      "       131072 -> 262143     : 0        |                                        |\n"
+      "       262144 -> 524287     : 0        |                                        |\n"
+      "       524288 -> 1048575    : 100      |****************************************|\n";
+  EXPECT_EQ(draw_rows(log2_rows(h), "nsecs", 1, "   "), want);
+}
+
+TEST(HistogramDraw, WideNumbersAndOpenRows) {
+  Histogram h;
+  h.add(std::uint64_t{1} << 50, 1);  // the open last bucket
+  h.add(std::uint64_t{1} << 40, 2);
+  const std::string drawn = draw_rows(log2_rows(h), "instructions", 1, "");
+  EXPECT_NE(drawn.find("\n1099511627776 -> 2199023255551 : 2        |****"), std::string::npos)
+      << drawn;
+  EXPECT_NE(drawn.find("\n2199023255552 -> ...           : 1        |****"), std::string::npos)
+      << drawn;
+  // The header's " : " above the rows'.
+  const auto lines = split(drawn, '\n');
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[0].find(" : "), lines[1].find(" : ")) << drawn;
+  EXPECT_EQ(lines[0].find(" : "), lines[2].find(" : ")) << drawn;
+  EXPECT_EQ(lines[0].find("instructions"), 5u) << drawn;
+}
+
+TEST(HistogramDraw, MetricRangesAreHalfOpen) {
+  Histogram h;
+  h.add(std::uint64_t{1} << 20, 3);  // 1.0
+  const std::string drawn = draw_rows(log2_rows(h), "IPC", kMetricStep, "");
+  EXPECT_EQ(drawn,
+            "     IPC                 : count     distribution\n"
+            "                  [1, 2) : 3        |****************************************|\n");
+}
+
+TEST(HistogramDraw, NothingToDraw) {
+  EXPECT_EQ(draw_rows({}, "nsecs", 1, "   "), "");
 }

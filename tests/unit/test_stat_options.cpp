@@ -317,3 +317,30 @@ TEST(Cli, NonNumericInterval) {
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_EQ(r.err.rfind("pmcprof: ", 0), 0u) << r.err;
 }
+
+// --hist draws function mode's per-call histograms: without --func it would be ignored.
+TEST(Cli, HistIsForFunctionMode) {
+  for (const auto& [flag, name] : std::vector<std::pair<std::string, std::string>>{
+           {"--hist", "--hist"},
+           {"--hist=wall", "--hist"},
+           {"--hist-linear=0,1ms,100us", "--hist-linear"}}) {
+    CliResult r = run({"stat", "-a", flag, "--timeout", "10"});
+    EXPECT_EQ(r.code, kExitUsage) << flag;
+    auto lines = lines_of(r.err);
+    ASSERT_EQ(lines.size(), 2u) << r.err;
+    EXPECT_EQ(lines[0],
+              "pmcprof: " + name + " applies to function mode only: add --func or --region");
+    EXPECT_EQ(lines[1].rfind("HINT: ", 0), 0u) << lines[1];
+  }
+  // serve exports histograms of its own: no --hist there.
+  CliResult serve = run({"serve", "--hist", "--func", "syscall:getppid"});
+  EXPECT_EQ(serve.code, kExitUsage);
+}
+
+TEST(Cli, HistHelpShowsTheOptionalValue) {
+  CliResult r = run({"stat", "--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("  --hist[=QUANTITIES]  "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("{}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  --hist-linear MIN,MAX,STEP  "), std::string::npos) << r.out;
+}

@@ -43,6 +43,7 @@ struct StatOptions {
   bool json = false;                         // -j
   std::optional<std::string> output;         // -o
   std::vector<std::string> command;          // -- CMD ARGS
+  bool command_before_dashes = false;        // CMD came without a "--" before it
   bool subcommand_word = false;              // `stat record|report` (perf's, not pmcprof's)
   // Function mode (--func): per-call deltas through BPF.
   std::vector<std::string> funcs;     // --func, repeatable
@@ -62,6 +63,10 @@ struct StatOptions {
   std::vector<std::string> cgroups;          // -G, comma lists, repeatable
   std::vector<std::string> for_each_cgroup;  // --for-each-cgroup DIR_OR_REGEX
   std::string cgroup_backend = "auto";       // --cgroup-backend auto|fd|bpf
+  // Function mode's histograms.
+  bool hist = false;                       // --hist[=QUANTITIES]
+  std::string hist_quantities;             // its value: "" for the default
+  std::optional<std::string> hist_linear;  // --hist-linear=MIN,MAX,STEP
 
   // Function mode: any --func, --region or --python.
   bool function_mode() const { return !funcs.empty() || !regions.empty() || python; }

@@ -254,8 +254,9 @@ class FuncReportRenderer {
 
 std::unique_ptr<FuncReportRenderer> make_func_renderer(const RenderOptions& opts,
                                                        std::ostream& out);
-std::string render_func_text(const FunctionReport& report);
-std::string render_func_csv(const FunctionReport& report, const std::string& sep = ",");
+std::string render_func_text(const FunctionReport& report, const HistOptions& hist = {});
+std::string render_func_csv(const FunctionReport& report, const std::string& sep = ",",
+                            const HistOptions& hist = {});
 std::string render_func_json(const FunctionReport& report);
 
 }  // namespace pmcprof

@@ -2,13 +2,33 @@
 
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "pmcprof/report/report.hpp"
 
 namespace pmcprof {
 
 enum class OutputFormat { text, csv, json };
+
+// --hist-linear=MIN,MAX,STEP: rows of STEP from MIN to MAX (bpftrace's lhist), in each drawn
+// quantity's unit; with time units (ns, us, ms, s) a range of times, in ns.
+struct HistLinear {
+  double min = 0, max = 0, step = 0;
+  bool time = false;
+  std::string text;  // as given, for the drawing's title
+};
+
+// --hist[=QUANTITIES] (function mode, text and CSV; JSON always carries the buckets): per-call
+// histograms after each function's rows, log2 as bcc's funclatency draws them, or linear.
+struct HistOptions {
+  bool draw = false;
+  // wall, oncpu, event names, metric names; empty: wall time and every event (the times among
+  // them for a time range).
+  std::vector<std::string> quantities;
+  std::optional<HistLinear> linear;
+};
 
 struct RenderOptions {
   OutputFormat format = OutputFormat::text;
@@ -20,6 +40,7 @@ struct RenderOptions {
   bool csv_summary_prefix = true;  // --no-csv-summary clears it
   bool big_num = true;             // thousands separators in text (-B; --no-big-num clears it)
   bool metric_only = false;        // --metric-only: a table of metrics, no counts
+  HistOptions hist;                // --hist, --hist-linear
 };
 
 // One data model, three renderers. A renderer may be fed interval reports (-I) and then one
