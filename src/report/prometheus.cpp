@@ -26,6 +26,18 @@ std::string fmt(double v) {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
+// The exported histograms' bucket bounds: every other power of two (x4 a bucket), each a
+// boundary of the 2 % histogram, so every cumulative count is exact. 14 bounds and +Inf, 15
+// lines a histogram (it was 42: every power of two up to 2^40), what a fleet can afford per
+// function, key and quantity; histogram_quantile interpolates within a x4 bucket, while the
+// JSON keeps the 2 % buckets.
+struct BucketLayout {
+  int first_exponent, last_exponent;  // le = 2^first ... 2^last, x4 a step
+};
+constexpr int kBucketStep = 2;
+constexpr BucketLayout kTimeBuckets{8, 34};   // 256 ns ... 17.2 s
+constexpr BucketLayout kCountBuckets{0, 26};  // 1 ... 67,108,864 events a call
+
 std::string label_text(const Labels& labels) {
   if (labels.empty()) return {};
   std::string out = "{";
@@ -49,10 +61,10 @@ class Exposition {
     }
     m.samples.push_back(name + label_text(labels) + " " + fmt(value));
   }
-  // A histogram's _bucket/_sum/_count lines, with power-of-two bucket bounds (scaled by
+  // A histogram's _bucket/_sum/_count lines, with the bucket bounds of `layout` (scaled by
   // `unit`, e.g. 1e-9 for ns -> seconds).
   void histogram(const std::string& name, const char* help, const Labels& labels,
-                 const Histogram& h, double sum, double unit) {
+                 const Histogram& h, double sum, double unit, const BucketLayout& layout) {
     auto& m = metrics_[name];
     if (m.type.empty()) {
       m.type = "histogram";
@@ -60,7 +72,7 @@ class Exposition {
       order_.push_back(name);
     }
     // Cumulative counts at le = 2^k: powers of two are bucket boundaries, so these are exact.
-    for (int k = 0; k <= 40; ++k) {
+    for (int k = layout.first_exponent; k <= layout.last_exponent; k += kBucketStep) {
       const std::uint64_t bound = std::uint64_t{1} << k;
       const std::uint64_t cumulative = h.count_below(bound);
       Labels l = labels;
@@ -140,26 +152,72 @@ void counting_metrics(Exposition& x, const CountingReport& r) {
   }
 }
 
+// What one probe pair adds to a call, one unit per name: times (wall, on-CPU, clock events)
+// in seconds, other events in events.
+void probe_bias_metrics(Exposition& x, const FunctionReport& r) {
+  for (const auto& b : r.probe_bias) {
+    if (!b.calibrated) continue;
+    const std::string subtracted = b.subtracted ? "true" : "false";
+    auto seconds = [&](const std::string& quantity, double ns) {
+      x.add("pmcprof_probe_bias_seconds", "gauge",
+            "Time one probe pair adds to each call (quantity: wall, oncpu or a clock event), "
+            "measured on a function that does nothing.",
+            {{"backend", b.backend}, {"quantity", quantity}, {"subtracted", subtracted}}, ns / 1e9);
+    };
+    seconds("wall", b.wall_ns);
+    seconds("oncpu", b.oncpu_ns);
+    for (const auto& e : b.events) {
+      if (!e.per_call) continue;
+      if (e.unit == "ns") {
+        seconds(e.event, *e.per_call);
+        continue;
+      }
+      x.add("pmcprof_probe_bias_events", "gauge",
+            "Events one probe pair adds to each call, measured on a function that does nothing.",
+            {{"backend", b.backend}, {"event", e.event}, {"subtracted", subtracted}}, *e.per_call);
+    }
+  }
+}
+
+// A function's metric (IPC, CPUs utilized, a miss rate): the ratio of totals, the per-call
+// summary and the calls without a value, under names that carry its base unit.
+void metric_metrics(Exposition& x, const FuncMetricRow& m, const Labels& fl) {
+  Labels ml = fl;
+  ml.emplace_back("metric", m.name);
+  const PrometheusUnit unit = prometheus_unit_of(m.unit);
+  const std::string of_totals = "pmcprof_function_metric_" + unit.suffix;
+  const std::string per_call = "pmcprof_function_metric_per_call_" + unit.suffix;
+  // Without a value (events not counted, no calls, a divisor of 0): no sample, never 0.
+  if (m.of_totals)
+    x.add(of_totals, "gauge",
+          "A metric's formula over the event totals of the calls (what perf stat prints), in "
+          "base units (a % or per-1k figure as a ratio, GHz as hertz).",
+          ml, *m.of_totals * unit.scale);
+  if (!m.per_call) return;
+  const double nan = std::nan("");
+  const bool values = m.calls > 0;
+  auto q = [&](double v) { return values ? v * unit.scale : nan; };
+  x.summary(per_call,
+            "A metric per call, in base units: quantiles of its per-call values (within 1%), "
+            "their sum and the calls with a value.",
+            ml, {{"0.5", q(m.p50)}, {"0.9", q(m.p90)}, {"0.99", q(m.p99)}},
+            values ? m.mean * static_cast<double>(m.calls) * unit.scale : 0, m.calls);
+  for (const auto& [reason, n] : {std::pair<const char*, std::uint64_t>{"unmeasured", m.unmeasured},
+                                  {"zero_divisor", m.zero_divisor}}) {
+    Labels rl = ml;
+    rl.emplace_back("reason", reason);
+    x.add("pmcprof_function_metric_skipped_calls_total", "counter",
+          "Counted calls without a metric value: an event of it did not run through the call "
+          "(unmeasured: multiplexed), or its divisor was 0.",
+          rl, static_cast<double>(n));
+  }
+}
+
 void function_metrics(Exposition& x, const FunctionReport& r) {
   x.add("pmcprof_lost_records_total", "counter",
         "Per-call records the stream lost (totals are then lower bounds).", {},
         static_cast<double>(r.lost));
-  for (const auto& b : r.probe_bias) {
-    if (!b.calibrated) continue;
-    auto bias = [&](const std::string& quantity, double value, double unit) {
-      x.add("pmcprof_probe_bias_per_call", "gauge",
-            "What one probe pair adds to each call (seconds for clocks), measured on a function "
-            "that does nothing.",
-            {{"backend", b.backend},
-             {"quantity", quantity},
-             {"subtracted", b.subtracted ? "true" : "false"}},
-            value * unit);
-    };
-    bias("wall", b.wall_ns, 1e-9);
-    bias("oncpu", b.oncpu_ns, 1e-9);
-    for (const auto& e : b.events)
-      if (e.per_call) bias(e.event, *e.per_call, e.unit == "ns" ? 1e-9 : 1);
-  }
+  probe_bias_metrics(x, r);
   for (const auto& f : r.functions) {
     Labels fl{{"function", f.function}};
     if (f.other) {
@@ -206,9 +264,9 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
             "Calls seen but not measured or not summed, by reason.", rl, static_cast<double>(n));
     }
     x.histogram("pmcprof_function_wall_seconds", "Wall time per call.", fl, f.wall_histogram,
-                f.wall.total, 1e-9);
+                f.wall.total, 1e-9, kTimeBuckets);
     x.histogram("pmcprof_function_oncpu_seconds", "On-CPU time per call.", fl, f.oncpu_histogram,
-                f.oncpu.total, 1e-9);
+                f.oncpu.total, 1e-9, kTimeBuckets);
     for (const auto& e : f.events) {
       // <not supported> and <not counted> have no number: never exported as 0.
       if (e.per_call.status != CounterStatus::ok) continue;
@@ -226,49 +284,27 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
         x.add("pmcprof_function_event_seconds_total", "counter",
               "Clock events summed over counted calls, in seconds.", el, e.per_call.total / 1e9);
         x.histogram("pmcprof_function_event_seconds_per_call", "Clock event per call.", el,
-                    e.histogram, measured_sum, 1e-9);
+                    e.histogram, measured_sum, 1e-9, kTimeBuckets);
       } else {
         x.add("pmcprof_function_event_total", "counter", "Events summed over counted calls.", el,
               e.per_call.total);
         x.histogram("pmcprof_function_event_per_call", "Events per call.", el, e.histogram,
-                    measured_sum, 1);
+                    measured_sum, 1, kCountBuckets);
       }
     }
-    for (const auto& m : f.metrics) {
-      Labels ml = fl;
-      ml.emplace_back("metric", m.name);
-      ml.emplace_back("unit", m.unit);
-      // Without a value (events not counted, no calls, a divisor of 0): no sample, never 0.
-      if (m.of_totals)
-        x.add("pmcprof_function_metric_of_totals", "gauge",
-              "A metric's formula over the event totals of the calls (what perf stat prints).", ml,
-              *m.of_totals);
-      if (!m.per_call) continue;
-      const double nan = std::nan("");
-      const bool values = m.calls > 0;
-      x.summary("pmcprof_function_metric_per_call",
-                "A metric per call: quantiles of its per-call values (within 1%), their sum and "
-                "the calls with a value.",
-                ml,
-                {{"0.5", values ? m.p50 : nan},
-                 {"0.9", values ? m.p90 : nan},
-                 {"0.99", values ? m.p99 : nan}},
-                values ? m.mean * static_cast<double>(m.calls) : 0, m.calls);
-      for (const auto& [reason, n] :
-           {std::pair<const char*, std::uint64_t>{"unmeasured", m.unmeasured},
-            {"zero_divisor", m.zero_divisor}}) {
-        Labels rl = ml;
-        rl.emplace_back("reason", reason);
-        x.add("pmcprof_function_metric_skipped_calls_total", "counter",
-              "Counted calls without a metric value: an event of it did not run through the call "
-              "(unmeasured: multiplexed), or its divisor was 0.",
-              rl, static_cast<double>(n));
-      }
-    }
+    for (const auto& m : f.metrics) metric_metrics(x, m, fl);
   }
 }
 
 }  // namespace
+
+PrometheusUnit prometheus_unit_of(const std::string& metric_unit) {
+  if (metric_unit == "%") return {"ratio", 0.01};
+  if (metric_unit == "per 1k insn") return {"ratio", 1e-3};
+  if (metric_unit == "GHz") return {"hertz", 1e9};
+  // insn per cycle, cycles per insn, CPUs utilized: ratios as they are.
+  return {"ratio", 1};
+}
 
 std::string prometheus_escape(const std::string& raw) {
   // Label values must be valid UTF-8 (one bad byte and Prometheus rejects the whole page):

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -494,18 +495,20 @@ TEST(CallMetricRender, CsvAndPrometheus) {
   for (const auto& line : split(std::string(trim(csv)), '\n'))
     EXPECT_EQ(split(line, ',').size(), 19u) << line;
   const std::string prom = render_prometheus(nullptr, &r, PrometheusStatus{});
-  const std::string labels = "function=\"exact_fn\",metric=\"IPC\",unit=\"insn per cycle\"";
-  EXPECT_NE(prom.find("# TYPE pmcprof_function_metric_per_call summary"), std::string::npos);
-  EXPECT_NE(prom.find("pmcprof_function_metric_per_call{" + labels + ",quantile=\"0.5\"} 1\n"),
-            std::string::npos)
+  const std::string labels = "function=\"exact_fn\",metric=\"IPC\"";
+  EXPECT_NE(prom.find("# TYPE pmcprof_function_metric_per_call_ratio summary"), std::string::npos);
+  EXPECT_NE(
+      prom.find("pmcprof_function_metric_per_call_ratio{" + labels + ",quantile=\"0.5\"} 1\n"),
+      std::string::npos)
       << prom;
-  EXPECT_NE(prom.find("pmcprof_function_metric_per_call{" + labels + ",quantile=\"0.99\"} 1\n"),
+  EXPECT_NE(
+      prom.find("pmcprof_function_metric_per_call_ratio{" + labels + ",quantile=\"0.99\"} 1\n"),
+      std::string::npos);
+  EXPECT_NE(prom.find("pmcprof_function_metric_per_call_ratio_count{" + labels + "} 10\n"),
             std::string::npos);
-  EXPECT_NE(prom.find("pmcprof_function_metric_per_call_count{" + labels + "} 10\n"),
+  EXPECT_NE(prom.find("pmcprof_function_metric_per_call_ratio_sum{" + labels + "} 10\n"),
             std::string::npos);
-  EXPECT_NE(prom.find("pmcprof_function_metric_per_call_sum{" + labels + "} 10\n"),
-            std::string::npos);
-  EXPECT_NE(prom.find("pmcprof_function_metric_of_totals{" + labels + "} 1\n"), std::string::npos);
+  EXPECT_NE(prom.find("pmcprof_function_metric_ratio{" + labels + "} 1\n"), std::string::npos);
   EXPECT_NE(prom.find("pmcprof_function_metric_skipped_calls_total{" + labels +
                       ",reason=\"unmeasured\"} 1\n"),
             std::string::npos)
@@ -518,12 +521,51 @@ TEST(CallMetricRender, NoSampleForAMetricWithoutValue) {
   FunctionReport r;
   r.functions.push_back(make_func_row("f", "uprobe", "", s, 0, kEvents, ipc_and_cpus_infos()));
   const std::string prom = render_prometheus(nullptr, &r, PrometheusStatus{});
-  EXPECT_EQ(prom.find("pmcprof_function_metric_of_totals{function=\"f\",metric=\"IPC\""),
+  EXPECT_EQ(prom.find("pmcprof_function_metric_ratio{function=\"f\",metric=\"IPC\""),
             std::string::npos)
       << prom;
-  EXPECT_NE(prom.find("metric=\"IPC\",unit=\"insn per cycle\",quantile=\"0.5\"} NaN"),
-            std::string::npos)
-      << prom;
+  EXPECT_NE(prom.find("metric=\"IPC\",quantile=\"0.5\"} NaN"), std::string::npos) << prom;
+}
+
+TEST(CallMetricRender, PrometheusNamesCarryOneBaseUnit) {
+  // Issue 23: a unit="CPUs utilized" label beside unit="%" under one name. Now the name says
+  // the base unit: a % or per-1k figure is a ratio (divided by 100 or 1000), GHz hertz.
+  FuncStats s(3, kIpcAndCpus);
+  for (int i = 0; i < 4; ++i) s.add(call(400, {200, 100, 300}));  // IPC 0.5, CPUs 0.75
+  FunctionReport r;
+  FuncRow row = make_func_row("f", "uprobe", "", s, 0, kEvents, ipc_and_cpus_infos());
+  FuncMetricRow pct = row.metrics.at(0);
+  pct.name = "branch_miss_rate";
+  pct.unit = "%";
+  pct.of_totals = 2.5;
+  pct.per_call = false;
+  row.metrics.push_back(pct);
+  r.functions.push_back(row);
+  const std::string prom = render_prometheus(nullptr, &r, PrometheusStatus{});
+  EXPECT_EQ(prom.find("unit="), std::string::npos) << prom;
+  EXPECT_EQ(prom.find("pmcprof_function_metric_of_totals"), std::string::npos) << prom;
+  for (const std::string sample :
+       {"pmcprof_function_metric_ratio{function=\"f\",metric=\"CPUs_utilized\"} 0.75\n",
+        "pmcprof_function_metric_per_call_ratio{function=\"f\",metric=\"CPUs_utilized\","
+        "quantile=\"0.5\"} 0.75\n",
+        "pmcprof_function_metric_ratio{function=\"f\",metric=\"IPC\"} 0.5\n",
+        "pmcprof_function_metric_ratio{function=\"f\",metric=\"branch_miss_rate\"} 0.025\n"})
+    EXPECT_NE(prom.find(sample), std::string::npos) << sample << prom;
+}
+
+TEST(CallMetricRender, EveryTableUnitHasAPrometheusBaseUnit) {
+  // prometheus_unit_of knows these; a metric with a new unit needs its base unit there.
+  const std::map<std::string, std::pair<std::string, double>> known = {
+      {"insn per cycle", {"ratio", 1}}, {"cycles per insn", {"ratio", 1}},
+      {"CPUs utilized", {"ratio", 1}},  {"%", {"ratio", 0.01}},
+      {"per 1k insn", {"ratio", 1e-3}}, {"GHz", {"hertz", 1e9}}};
+  for (const auto& d : metric_table()) {
+    auto it = known.find(d.unit);
+    ASSERT_NE(it, known.end()) << d.name << ": unit '" << d.unit << "' has no base unit";
+    const PrometheusUnit u = prometheus_unit_of(d.unit);
+    EXPECT_EQ(u.suffix, it->second.first) << d.name;
+    EXPECT_EQ(u.scale, it->second.second) << d.name;
+  }
 }
 
 // ---- formula shapes ----

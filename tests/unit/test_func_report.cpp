@@ -10,6 +10,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -1162,8 +1163,8 @@ TEST(FuncReportProbeCost, EveryFormatSaysWhatTheProbesCost) {
 TEST(FuncReportPrometheus, MeasuredCallsHistogramAndScaledTotal) {
   // Instructions measured 2 of 4 calls (100 and 300) and ran in part through the others
   // (5,000 and 7,000 scaled): the counter is the estimate over all calls (12,400), the
-  // histogram holds the 2 measured calls with their own sum (400), and its power-of-two
-  // buckets are exact.
+  // histogram holds the 2 measured calls with their own sum (400), and its buckets (every
+  // other power of two) are exact.
   FuncStats s(2);
   s.add(call(100, 90, {10, 100}));
   s.add(call(200000, 200000, {10, 5000}, 0, 0x1, 0x3));  // long, in part: scaled
@@ -1185,15 +1186,79 @@ TEST(FuncReportPrometheus, MeasuredCallsHistogramAndScaledTotal) {
         "pmcprof_function_event_per_call_count" + l + "} 2",
         "pmcprof_function_event_per_call_sum" + l + "} 400",
         "pmcprof_function_event_per_call_bucket" + l + R"(,le="64"} 0)",
-        "pmcprof_function_event_per_call_bucket" + l + R"(,le="128"} 1)",
         "pmcprof_function_event_per_call_bucket" + l + R"(,le="256"} 1)",
-        "pmcprof_function_event_per_call_bucket" + l + R"(,le="512"} 2)",
+        "pmcprof_function_event_per_call_bucket" + l + R"(,le="1024"} 2)",
         "pmcprof_function_event_per_call_bucket" + l + R"(,le="+Inf"} 2)",
         std::string(R"(pmcprof_function_event_estimated{function="f",event="cycles"} 0)"),
         std::string(R"(pmcprof_function_event_total{function="f",event="cycles"} 40)")})
     EXPECT_NE(text.find(sample + "\n"), std::string::npos) << sample << "\n" << text;
   // The unsupported event has no samples at all (never a 0).
   EXPECT_EQ(text.find("event=\"cache-misses\""), std::string::npos) << text;
+}
+
+TEST(FuncReportPrometheus, FewBucketsEachAnExactBoundary) {
+  // Issue 23: 42 bucket lines per histogram (252 for two functions with one event). Now 15:
+  // le at every other power of two (256 ns to 17.2 s, 1 to 2^26 events), each a boundary of
+  // the 2 % histogram, so the cumulative counts are exact, and +Inf.
+  FuncStats s(1);
+  for (std::uint64_t k = 1; k <= 100; ++k) s.add(call(100 * k * k, 90 * k * k, {k * k * k}));
+  FunctionReport r;
+  r.aggregation = "stream";
+  const std::vector<FuncEventInfo> events = {{"cycles", kCycles, "", 0}};
+  r.functions.push_back(make_func_row("f", "uprobe", "", s, 0, events));
+  r.functions.push_back(make_func_row("g", "uprobe", "", s, 0, events));
+  const std::string text = render_prometheus(nullptr, &r, PrometheusStatus{});
+  std::map<std::string, int> lines;  // per histogram and function
+  std::size_t all = 0;
+  for (const auto& line : split(text, '\n')) {
+    const auto at = line.find("_bucket{");
+    if (at == std::string::npos) continue;
+    ++all;
+    ++lines[line.substr(0, at) + line.substr(line.find("function="), 12)];
+    const auto le = line.find("le=\"");
+    const std::string bound = line.substr(le + 4, line.find('"', le + 4) - le - 4);
+    if (bound == "+Inf") continue;
+    const double v =
+        std::stod(bound) * (line.find("_seconds_bucket") != std::string::npos ? 1e9 : 1);
+    const double e = std::log2(v);
+    EXPECT_NEAR(e, std::round(e), 1e-6) << line;  // a power of two: exact
+    EXPECT_EQ(static_cast<long>(std::round(e)) % 2, 0) << line;
+    // The cumulative count at a power of two is exactly the calls below it.
+    const auto n = std::stoull(line.substr(line.rfind(' ') + 1));
+    const Histogram& h = line.find("wall") != std::string::npos    ? s.wall
+                         : line.find("oncpu") != std::string::npos ? s.oncpu
+                                                                   : s.hist[0];
+    EXPECT_EQ(n, h.count_below(static_cast<std::uint64_t>(std::llround(v)))) << line;
+  }
+  EXPECT_EQ(all, 2u * 3u * 15u) << text;
+  for (const auto& [name, n] : lines) EXPECT_EQ(n, 15) << name;
+}
+
+TEST(FuncReportPrometheus, ProbeBiasHasOneUnitPerName) {
+  // Issue 23: pmcprof_probe_bias_per_call held seconds and events under one name, chosen by a
+  // label. Now times are pmcprof_probe_bias_seconds and counts pmcprof_probe_bias_events.
+  FunctionReport r = sample_report();
+  ProbeBiasRow b;
+  b.backend = "uprobe";
+  b.calibrated = true;
+  b.subtracted = true;
+  b.calls = 64;
+  b.wall_ns = 700;
+  b.oncpu_ns = 650;
+  b.events = {{"task-clock", "ns", 650}, {"instructions", "", 412}, {"cycles", "", std::nullopt}};
+  r.probe_bias = {b};
+  const std::string text = render_prometheus(nullptr, &r, PrometheusStatus{});
+  EXPECT_EQ(text.find("pmcprof_probe_bias_per_call"), std::string::npos) << text;
+  const std::string l = R"(backend="uprobe",)";
+  for (const std::string& sample :
+       {std::string("# TYPE pmcprof_probe_bias_seconds gauge"),
+        "pmcprof_probe_bias_seconds{" + l + R"(quantity="wall",subtracted="true"} 7e-07)",
+        "pmcprof_probe_bias_seconds{" + l + R"(quantity="oncpu",subtracted="true"} 6.5e-07)",
+        "pmcprof_probe_bias_seconds{" + l + R"(quantity="task-clock",subtracted="true"} 6.5e-07)",
+        std::string("# TYPE pmcprof_probe_bias_events gauge"),
+        "pmcprof_probe_bias_events{" + l + R"(event="instructions",subtracted="true"} 412)"})
+    EXPECT_NE(text.find(sample + "\n"), std::string::npos) << sample << "\n" << text;
+  EXPECT_EQ(text.find(R"(event="cycles",subtracted)"), std::string::npos) << text;  // no value
 }
 
 // Every distribution carries its histogram as sparse buckets (docs/json.md), and they read

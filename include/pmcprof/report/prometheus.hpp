@@ -20,6 +20,15 @@ struct PrometheusStatus {
 std::string render_prometheus(const CountingReport* counting, const FunctionReport* functions,
                               const PrometheusStatus& status);
 
+// The base unit a function metric (metric_table's unit) is exported in, one unit per metric
+// name as Prometheus names them: the name's suffix ("ratio", "hertz") and what the value is
+// multiplied by ("%" -> ratio: 0.01; "GHz" -> hertz: 1e9).
+struct PrometheusUnit {
+  std::string suffix;
+  double scale = 1;
+};
+PrometheusUnit prometheus_unit_of(const std::string& metric_unit);
+
 // Escapes a label value: backslash, double quote and newline.
 std::string prometheus_escape(const std::string& raw);
 
