@@ -14,6 +14,7 @@ int run_doctor_command(const DoctorOptions& opts, std::ostream& out) {
     out << capability_report_json(report) << '\n';
   } else {
     write_capability_table(report, out);
+    write_verdict(judge_machine(report), out);
   }
   return kExitOk;
 }

@@ -46,10 +46,20 @@ constexpr const char* kVmlinuxBtf = "/sys/kernel/btf/vmlinux";
 constexpr const char* kProbedKernelFunction = "vfs_read";
 
 ProbeResult yes(std::string detail, std::vector<ProbeFact> facts = {}) {
-  return {true, std::move(detail), std::move(facts)};
+  return {true, std::move(detail), std::move(facts), {}};
 }
 ProbeResult no(std::string detail, std::vector<ProbeFact> facts = {}) {
-  return {false, std::move(detail), std::move(facts)};
+  return {false, std::move(detail), std::move(facts), {}};
+}
+// The same with its brief (ProbeResult::brief).
+ProbeResult no_because(std::string brief, std::string detail, std::vector<ProbeFact> facts = {}) {
+  return {false, std::move(detail), std::move(facts), std::move(brief)};
+}
+
+// "EPERM" of "EPERM (Operation not permitted)", for a brief.
+std::string errno_symbol(int err) {
+  const std::string name = errno_name(err);
+  return name.substr(0, name.find(" ("));
 }
 
 bool path_exists(const std::string& path) {
@@ -301,12 +311,16 @@ const Capability* CapabilityReport::find(std::string_view name) const {
 
 ProbeResult probe_btf() {
   if (!path_exists(kVmlinuxBtf)) {
-    return no(std::string(kVmlinuxBtf) + " is missing: kernel built without CONFIG_DEBUG_INFO_BTF");
+    return no_because(
+        "no kernel BTF (CONFIG_DEBUG_INFO_BTF unset)",
+        std::string(kVmlinuxBtf) + " is missing: kernel built without CONFIG_DEBUG_INFO_BTF");
   }
   LibbpfQuiet quiet;
   std::unique_ptr<btf, BtfDeleter> vmlinux(btf__parse(kVmlinuxBtf, nullptr));
   if (!vmlinux) {
-    return no(std::string(kVmlinuxBtf) + " exists but does not parse: " + errno_name(errno));
+    const int err = errno;
+    return no_because("kernel BTF unreadable (" + errno_symbol(err) + ")",
+                      std::string(kVmlinuxBtf) + " exists but does not parse: " + errno_name(err));
   }
   const auto types = static_cast<std::int64_t>(btf__type_cnt(vmlinux.get()));
   return yes(std::string(kVmlinuxBtf) + " parses: " + std::to_string(types) + " types",
@@ -352,14 +366,17 @@ ProbeResult probe_hardware_pmu() {
     return yes("cycles opens (" + scope + "): " + pmu, std::move(facts));
   }
   std::string detail = "perf_event_open(cycles, " + scope + ") fails with " + errno_name(err);
+  std::string brief = "cycles refused (" + errno_symbol(err) + ")";
   if (cores.empty()) {
     detail += "; " + std::string(kEventSourceDir) + " has no cpu PMU (only " +
               join(event_source_pmus(), ", ") + "): no hardware counters are exposed, e.g. a VM";
+    brief = "no PMU (no cpu PMU in " + std::string(kEventSourceDir) + ", e.g. a VM)";
   } else if (err == EACCES || err == EPERM) {
     detail +=
         "; " + join(cores, ", ") + " exists but needs CAP_PERFMON or a lower perf_event_paranoid";
+    brief = "PMU refused (needs CAP_PERFMON or a lower perf_event_paranoid)";
   }
-  return no(detail);
+  return no_because(brief, detail);
 }
 
 ProbeResult probe_software_events() {
@@ -367,10 +384,14 @@ ProbeResult probe_software_events() {
   int err = 0;
   std::string scope;
   Fd fd = open_for_self(attr, err, scope);
-  if (!fd) return no("perf_event_open(task-clock, " + scope + ") fails with " + errno_name(err));
+  if (!fd)
+    return no_because("task-clock refused (" + errno_symbol(err) + ")",
+                      "perf_event_open(task-clock, " + scope + ") fails with " + errno_name(err));
   auto ns = count_around(fd, burn_cpu);
   if (!ns) return no("task-clock opens but cannot be enabled or read: " + errno_name(errno));
-  if (*ns == 0) return no("task-clock opens but counted 0 ns over a CPU-bound loop");
+  if (*ns == 0)
+    return no_because("task-clock counts nothing",
+                      "task-clock opens but counted 0 ns over a CPU-bound loop");
   return yes("task-clock (" + scope + ") counted " + std::to_string(*ns) +
              " ns over a CPU-bound loop");
 }
@@ -378,8 +399,9 @@ ProbeResult probe_software_events() {
 ProbeResult probe_kprobes() {
   auto type = dynamic_pmu_type("kprobe");
   if (!type) {
-    return no(std::string("no kprobe PMU in ") + kEventSourceDir +
-              ": kernel built without CONFIG_KPROBES (or CONFIG_KPROBE_EVENTS)");
+    return no_because("no kprobes (kernel without CONFIG_KPROBES)",
+                      std::string("no kprobe PMU in ") + kEventSourceDir +
+                          ": kernel built without CONFIG_KPROBES (or CONFIG_KPROBE_EVENTS)");
   }
   auto attr = counting_attr(*type, 0);
   attr.config1 = reinterpret_cast<std::uint64_t>(kProbedKernelFunction);  // kprobe_func
@@ -391,7 +413,8 @@ ProbeResult probe_kprobes() {
   if (!fd) {
     std::string detail = what + " fails with " + errno_name(err);
     if (err == EACCES || err == EPERM) detail += ": needs CAP_PERFMON (or CAP_SYS_ADMIN)";
-    return no(detail, {{"pmu_type", static_cast<std::int64_t>(*type)}});
+    return no_because("kprobes refused (" + errno_symbol(err) + ")", detail,
+                      {{"pmu_type", static_cast<std::int64_t>(*type)}});
   }
   return yes(what + " opens", {{"pmu_type", static_cast<std::int64_t>(*type)}});
 }
@@ -409,24 +432,27 @@ ProbeResult probe_fentry() {
   }
   // The same program type on a tracepoint tells a fentry-specific refusal from a BPF-wide one.
   LoadOutcome tp_btf = try_load("doctor_tp_btf", /*attach=*/false);
+  std::string brief = "fentry refused (" + errno_symbol(fentry.err) + ")";
   if (tp_btf.err == 0) {
     detail += "; tp_btf/sched_switch loads, so the kernel refuses fentry specifically";
   } else {
     detail +=
         "; tp_btf/sched_switch fails too (" + errno_name(tp_btf.err) + "): BPF tracing is refused";
+    brief = "BPF tracing refused (" + errno_symbol(fentry.err) + ")";
   }
   if ((fentry.err == EPERM || fentry.err == EACCES) &&
       (!has_effective_capability(CAP_BPF) || !has_effective_capability(CAP_PERFMON))) {
     detail += "; loading tracing programs needs CAP_BPF and CAP_PERFMON";
   }
-  return no(detail);
+  return no_because(brief, detail);
 }
 
 ProbeResult probe_uprobes() {
   auto type = dynamic_pmu_type("uprobe");
   if (!type) {
-    return no(std::string("no uprobe PMU in ") + kEventSourceDir +
-              ": kernel built without CONFIG_UPROBE_EVENTS");
+    return no_because("no uprobes (kernel without CONFIG_UPROBE_EVENTS)",
+                      std::string("no uprobe PMU in ") + kEventSourceDir +
+                          ": kernel built without CONFIG_UPROBE_EVENTS");
   }
   const auto address = reinterpret_cast<std::uint64_t>(&pmcprof_doctor_uprobe_target);
   auto where = locate_self_function(address);
@@ -442,7 +468,7 @@ ProbeResult probe_uprobes() {
   if (!fd) {
     std::string detail = what + " fails with " + errno_name(err);
     if (err == EACCES || err == EPERM) detail += ": needs CAP_PERFMON (or CAP_SYS_ADMIN)";
-    return no(detail, facts);
+    return no_because("uprobes refused (" + errno_symbol(err) + ")", detail, facts);
   }
 
   constexpr int kCalls = 3;
@@ -452,7 +478,9 @@ ProbeResult probe_uprobes() {
   if (!hits) return no(what + " opens but cannot be enabled or read: " + errno_name(errno), facts);
   std::string counted =
       "counted " + std::to_string(*hits) + " of " + std::to_string(kCalls) + " calls";
-  if (*hits != kCalls) return no(what + " opens but " + counted, facts);
+  if (*hits != kCalls)
+    return no_because("uprobes miss calls (" + counted + ")", what + " opens but " + counted,
+                      facts);
   return yes(what + " " + counted, facts);
 }
 
@@ -472,7 +500,8 @@ ProbeResult probe_syscall_tracepoints() {
   try {
     tracefs = ensure_tracefs_mounted();
   } catch (const Error& e) {
-    return no(std::string(e.what()) + " (" + e.hint() + ")");
+    return no_because("no tracefs (" + std::string(e.what()) + ")",
+                      std::string(e.what()) + " (" + e.hint() + ")");
   }
   const std::string where =
       was_mounted ? "tracefs at " + tracefs : "tracefs mounted now at " + tracefs;
@@ -480,17 +509,21 @@ ProbeResult probe_syscall_tracepoints() {
   auto id = read_tracepoint_id(tracefs, "syscalls", "sys_enter_getppid");
   if (!id) {
     std::string detail = "no syscalls:sys_enter_getppid in " + where;
+    std::string brief = "no syscalls:sys_enter_getppid tracepoint";
     if (!path_exists(tracefs + "/events/syscalls")) {
       detail += ": kernel built without CONFIG_FTRACE_SYSCALLS";
+      brief = "no syscall tracepoints (kernel without CONFIG_FTRACE_SYSCALLS)";
     }
-    return no(detail, facts);
+    return no_because(brief, detail, facts);
   }
   auto attr = counting_attr(PERF_TYPE_TRACEPOINT, *id);
   int err = 0;
   Fd fd = open_event(attr, 0, -1, err);
   const std::string what =
       "syscalls:sys_enter_getppid (id " + std::to_string(*id) + ", " + where + ")";
-  if (!fd) return no(what + " fails with " + errno_name(err), facts);
+  if (!fd)
+    return no_because("syscall tracepoints refused (" + errno_symbol(err) + ")",
+                      what + " fails with " + errno_name(err), facts);
   constexpr int kCalls = 3;
   // Another tracer attaching or detaching syscall tracepoints at that very moment can make
   // the kernel skip our calls once; a capability is there if a retry counts them all.
@@ -513,9 +546,11 @@ ProbeResult probe_cgroup_v2() {
   auto cg2 = find_cgroup2_mount(mounts);
   if (!cg2) {
     auto v1 = find_cgroup1_hierarchies(mounts);
-    return no(v1.empty() ? "no cgroup2 mount in /proc/self/mountinfo (and no cgroup v1 either)"
-                         : "no cgroup2 mount in /proc/self/mountinfo: only cgroup v1 hierarchies "
-                           "are mounted (legacy layout)");
+    return no_because(
+        v1.empty() ? "no cgroup v2 (nothing mounted)" : "no cgroup v2 (only cgroup v1 mounted)",
+        v1.empty() ? "no cgroup2 mount in /proc/self/mountinfo (and no cgroup v1 either)"
+                   : "no cgroup2 mount in /proc/self/mountinfo: only cgroup v1 hierarchies "
+                     "are mounted (legacy layout)");
   }
   std::vector<ProbeFact> facts{{"mount_point", cg2->mount_point}, {"hybrid", cg2->hybrid}};
   struct statfs fs {};
@@ -563,18 +598,22 @@ ProbeResult probe_bpf_counter_read() {
   std::string scope;
   Fd counter = open_for_self(attr, err, scope);
   if (!counter) {
-    return no("perf_event_open(task-clock, " + scope + ") fails with " + errno_name(err));
+    return no_because("task-clock refused (" + errno_symbol(err) + ")",
+                      "perf_event_open(task-clock, " + scope + ") fails with " + errno_name(err));
   }
 
   LibbpfQuiet quiet;
   DoctorSkeleton skel = open_doctor_object("doctor_counter_read", err);
-  if (!skel) return no("opening the doctor BPF object fails with " + errno_name(err));
+  if (!skel)
+    return no_because("BPF refused (" + errno_symbol(err) + ")",
+                      "opening the doctor BPF object fails with " + errno_name(err));
   const int ncpus = possible_cpu_count();
   bpf_map__set_max_entries(skel->maps.doctor_counters, static_cast<std::uint32_t>(ncpus));
   skel->rodata->target_tgid = static_cast<std::uint32_t>(::getpid());
   skel->rodata->target_syscall = SYS_getppid;
   if (int rc = doctor_fentry_bpf__load(skel.get()); rc != 0) {
-    return no("loading raw_tp/sys_enter fails with " + errno_name(-rc));
+    return no_because("BPF programs refused (" + errno_symbol(-rc) + ")",
+                      "loading raw_tp/sys_enter fails with " + errno_name(-rc));
   }
   // A per-task counter is readable from whichever CPU the task runs on: same fd in every slot.
   const int map_fd = bpf_map__fd(skel->maps.doctor_counters);
@@ -585,7 +624,11 @@ ProbeResult probe_bpf_counter_read() {
     }
   }
   BpfLink link(bpf_program__attach(skel->progs.doctor_counter_read));
-  if (!link) return no("attaching raw_tp/sys_enter fails with " + errno_name(errno));
+  if (!link) {
+    const int attach_err = errno;
+    return no_because("BPF programs refused (" + errno_symbol(attach_err) + ")",
+                      "attaching raw_tp/sys_enter fails with " + errno_name(attach_err));
+  }
   burn_cpu();
   ::syscall(SYS_getppid);
   link.reset();
@@ -593,8 +636,10 @@ ProbeResult probe_bpf_counter_read() {
   const auto* bss = skel->bss;
   if (bss->hits == 0) return no("raw_tp/sys_enter attached but never ran for getppid()");
   if (bss->read_error != 0) {
-    return no("bpf_perf_event_read_value(task-clock) fails in BPF with " +
-              errno_name(static_cast<int>(-bss->read_error)));
+    const int read_err = static_cast<int>(-bss->read_error);
+    return no_because(
+        "BPF cannot read counters (" + errno_symbol(read_err) + ")",
+        "bpf_perf_event_read_value(task-clock) fails in BPF with " + errno_name(read_err));
   }
   if (bss->read_counter == 0) return no("bpf_perf_event_read_value(task-clock) read 0 ns");
   return yes("a raw_tp program read task-clock with bpf_perf_event_read_value: " +

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Runtime test of `pmcprof doctor`: runs it for real (root) and checks each verdict against
-facts this script gathers on its own from /proc and /sys, so a probe that lies is caught.
+facts this script gathers on its own from /proc and /sys, so a probe that lies is caught; and
+the verdict that ends its output (per job: counting, --func by kind, per cgroup, serve) against
+what those checks allow.
 
 Usage: test_doctor.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
@@ -179,7 +181,7 @@ class DoctorTest(unittest.TestCase):
     def test_text_table_agrees_with_json(self):
         proc = run_doctor()
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        lines = proc.stdout.splitlines()
+        lines = proc.stdout.split("\n\n")[0].splitlines()  # the table, before the verdict
         self.assertEqual(lines[0].split(), ["CAPABILITY", "AVAILABLE", "WHY"])
         rows = {}
         for line in lines[1:]:
@@ -189,6 +191,49 @@ class DoctorTest(unittest.TestCase):
             self.assertEqual(line.index(" " + available + " ") + 1, lines[0].index("AVAILABLE"))
         for name, c in self.caps.items():
             self.assertEqual(rows.get(name), "yes" if c["available"] else "no", name)
+
+    def test_verdict_follows_from_the_checks(self):
+        # Each job's verdict is what the checks say, decided here on the JSON's own checks;
+        # a job that cannot be done says why in the words of the checks that failed.
+        ok = {name: c["available"] for name, c in self.caps.items()}
+        fm = ok["btf"] and ok["bpf_counter_read"]
+        countable = ok["software_events"] or ok["hardware_pmu"]
+        want = {
+            "count_hardware": ok["hardware_pmu"],
+            "count_software": ok["software_events"],
+            "func_kernel": fm and (ok["kprobes"] or ok["fentry"]),
+            "func_user": fm and ok["uprobes"],
+            "func_syscall": fm and ok["syscall_tracepoints"],
+            "func_usdt": fm and ok["uprobes"],
+            "cgroup": ok["cgroup_v2"] and countable,
+            "serve": countable,
+        }
+        jobs = {j["job"]: j for j in self.doc["verdict"]["jobs"]}
+        self.assertEqual(sorted(jobs), sorted(want))
+        for job, can in want.items():
+            self.assertEqual(jobs[job]["available"], can, jobs[job])
+            self.assertTrue(jobs[job]["detail"].strip(), job)
+        if not ok["kprobes"] and not ok["fentry"]:
+            self.assertRegex(jobs["func_kernel"]["detail"], r"kprobes.*; .*fentry")
+        summary = self.doc["verdict"]["summary"]
+        t.log(f"summary: {summary}")
+        if jobs["func_syscall"]["available"]:
+            self.assertRegex(summary, r"--func works for .*syscalls")
+        if not jobs["func_kernel"]["available"]:
+            self.assertRegex(summary, r"not .*kernel functions \(")
+        if not ok["hardware_pmu"] and ok["software_events"]:
+            self.assertIn("count software events (task-clock", summary)
+
+        # The text output ends with the same verdict.
+        proc = run_doctor()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        _, verdict = proc.stdout.split("\n\nVERDICT ", 1)
+        rows = verdict.split("\n\n")[0].splitlines()[1:]
+        self.assertEqual(len(rows), len(jobs))
+        for row, j in zip(rows, self.doc["verdict"]["jobs"]):
+            self.assertTrue(row.startswith(j["title"] + " "), row)
+            self.assertIn(" yes " if j["available"] else " no ", row)
+        self.assertTrue(proc.stdout.endswith(f"\n\nIn short: {summary}.\n"), proc.stdout[-300:])
 
     @t.requires("program:bpftool")  # to list loaded programs
     def test_nothing_stays_loaded(self):

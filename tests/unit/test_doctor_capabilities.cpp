@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "pmcprof/report/doctor_report.hpp"
 
@@ -84,6 +85,107 @@ TEST(DoctorCapabilities, TableIsAligned) {
             "btf         yes        parses: 10 types\n"
             "kprobes     no         no kprobe PMU\n"
             "cgroup_v2   yes        cgroup2 at /x\n");
+}
+
+// Every check doctor makes, each available unless named in `missing` (with that brief).
+CapabilityReport machine(const std::vector<std::pair<std::string, std::string>>& missing) {
+  CapabilityReport r;
+  for (const char* name : {"btf", "cap_bpf", "cap_perfmon", "hardware_pmu", "software_events",
+                           "kprobes", "fentry", "uprobes", "uprobe_multi", "syscall_tracepoints",
+                           "cgroup_v2", "perf_event_paranoid", "bpf_counter_read"}) {
+    ProbeResult result{true, std::string(name) + " works", {}, {}};
+    for (const auto& [n, brief] : missing)
+      if (n == name) result = {false, "the long reason", {}, brief};
+    if (std::string(name) == "cgroup_v2")
+      result.facts.push_back({"mount_point", std::string("/cg")});
+    r.capabilities.push_back({name, result});
+  }
+  return r;
+}
+
+const JobVerdict& job(const MachineVerdict& v, const std::string& id) {
+  for (const auto& j : v.jobs)
+    if (j.job == id) return j;
+  throw std::runtime_error("no job " + id);
+}
+
+TEST(DoctorVerdict, ThisTestbed) {
+  // No PMU, no kprobes, fentry refused: the machine pmcprof is developed on.
+  const auto v = judge_machine(machine({{"hardware_pmu", "no PMU (no cpu PMU in sysfs)"},
+                                        {"kprobes", "no kprobes (kernel without CONFIG_KPROBES)"},
+                                        {"fentry", "fentry refused (EPERM)"}}));
+  EXPECT_FALSE(job(v, "count_hardware").available);
+  EXPECT_EQ(job(v, "count_hardware").detail, "no PMU (no cpu PMU in sysfs)");
+  EXPECT_TRUE(job(v, "count_software").available);
+  EXPECT_FALSE(job(v, "func_kernel").available);
+  EXPECT_EQ(job(v, "func_kernel").detail,
+            "no kprobes (kernel without CONFIG_KPROBES); fentry refused (EPERM)");
+  for (const char* id : {"func_user", "func_syscall", "func_usdt", "cgroup", "serve"})
+    EXPECT_TRUE(job(v, id).available) << id;
+  EXPECT_NE(job(v, "cgroup").detail.find("cgroup v2 at /cg"), std::string::npos);
+  EXPECT_EQ(job(v, "serve").detail.find("cycles"), std::string::npos);
+  EXPECT_EQ(v.summary,
+            "no PMU: count software events (task-clock, page-faults, context-switches, "
+            "cpu-migrations); --func works for user functions, syscalls and USDT probes here, not "
+            "kernel functions (no kprobes, fentry refused)");
+}
+
+TEST(DoctorVerdict, EverythingWorks) {
+  const auto v = judge_machine(machine({}));
+  for (const auto& j : v.jobs) EXPECT_TRUE(j.available) << j.job << ": " << j.detail;
+  EXPECT_EQ(job(v, "func_kernel").detail, "--func vfs_read (fentry, kprobes)");
+  EXPECT_NE(job(v, "serve").detail.find("cycles,instructions,"), std::string::npos);
+  EXPECT_EQ(v.summary,
+            "count hardware events (cycles, instructions, ...) and software events; --func works "
+            "for kernel functions, user functions, syscalls and USDT probes");
+}
+
+TEST(DoctorVerdict, OneKernelBackendIsEnough) {
+  const auto v = judge_machine(machine({{"fentry", "fentry refused (ENOTSUPP)"}}));
+  EXPECT_TRUE(job(v, "func_kernel").available);
+  EXPECT_EQ(job(v, "func_kernel").detail, "--func vfs_read (kprobes)");
+}
+
+TEST(DoctorVerdict, NoBpfMeansNoFunctionMode) {
+  const auto v = judge_machine(
+      machine({{"bpf_counter_read", "BPF programs refused (EPERM)"}, {"uprobes", "no uprobes"}}));
+  for (const char* id : {"func_kernel", "func_user", "func_syscall", "func_usdt"})
+    EXPECT_FALSE(job(v, id).available) << id;
+  EXPECT_EQ(job(v, "func_user").detail, "BPF programs refused (EPERM); no uprobes");
+  EXPECT_TRUE(job(v, "count_hardware").available);
+  EXPECT_NE(v.summary.find("--func works for nothing here (BPF programs refused, no uprobes)"),
+            std::string::npos)
+      << v.summary;
+}
+
+TEST(DoctorVerdict, NothingCounts) {
+  const auto v = judge_machine(machine({{"hardware_pmu", "no PMU (x)"},
+                                        {"software_events", "task-clock refused (EACCES)"},
+                                        {"cgroup_v2", "no cgroup v2 (nothing mounted)"}}));
+  EXPECT_FALSE(job(v, "serve").available);
+  EXPECT_EQ(job(v, "serve").detail, "task-clock refused (EACCES); no PMU (x)");
+  EXPECT_EQ(job(v, "cgroup").detail,
+            "no cgroup v2 (nothing mounted); task-clock refused (EACCES); no PMU (x)");
+  EXPECT_EQ(v.summary.rfind("nothing can be counted (no PMU, task-clock refused); ", 0), 0u)
+      << v.summary;
+}
+
+TEST(DoctorVerdict, TextAndJsonCarryIt) {
+  const auto report = machine({{"kprobes", "no kprobes (k)"}, {"fentry", "fentry refused (f)"}});
+  std::ostringstream out;
+  write_verdict(judge_machine(report), out);
+  EXPECT_NE(out.str().find("\nVERDICT  "), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("\n--func on kernel functions       no    no kprobes (k); fentry "
+                           "refused (f)\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("\nIn short: "), std::string::npos);
+  auto doc = nlohmann::json::parse(capability_report_json(report));
+  ASSERT_TRUE(doc["verdict"]["jobs"].is_array());
+  EXPECT_EQ(doc["verdict"]["jobs"].size(), judge_machine(report).jobs.size());
+  EXPECT_EQ(doc["verdict"]["jobs"][2]["job"], "func_kernel");
+  EXPECT_EQ(doc["verdict"]["jobs"][2]["available"], false);
+  EXPECT_EQ(doc["verdict"]["summary"], judge_machine(report).summary);
 }
 
 TEST(DoctorCapabilities, FindByName) {

@@ -22,6 +22,10 @@ struct ProbeResult {
   bool available = false;
   std::string detail;
   std::vector<ProbeFact> facts;
+  // When not available, why in a few words for doctor's verdict: a phrase, then what lies
+  // behind it in parentheses ("no kprobes (kernel without CONFIG_KPROBES)", "fentry refused
+  // (EPERM)"); the phrase alone is the verdict's summary. Empty: `detail` says it.
+  std::string brief;
 };
 
 // Each probe asks the running kernel (not its config) by really doing the thing, and undoes
