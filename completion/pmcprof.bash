@@ -4,7 +4,8 @@
 # first <TAB> after "pmcprof"); or source it from ~/.bashrc. Needs nothing from bash-completion:
 # only bash builtins, so it also works where that package is not installed.
 #
-#   pmcprof <TAB>                      stat list doctor serve
+#   pmcprof <TAB>                      stat list doctor serve report
+#   pmcprof report <TAB>               files (a saved run), '-' for standard input
 #   pmcprof stat -<TAB>                every flag of stat
 #   pmcprof stat -e task-c<TAB>        event names from `pmcprof list --names` (also after a
 #                                      comma, a '{' or a ':' modifier: -e '{cycles,instr<TAB>')
@@ -19,7 +20,7 @@
 # The flags come from a built-in list, merged with those `pmcprof SUBCOMMAND --help` prints, so
 # flags added later complete too.
 
-_pmcprof_subcommands="stat list doctor serve"
+_pmcprof_subcommands="stat list doctor serve report"
 _pmcprof_top_opts="-h --help -V --version"
 
 # stat's flags; the first list takes an argument. serve takes the same plus --listen ADDR:PORT
@@ -39,6 +40,8 @@ _pmcprof_list_args=""
 _pmcprof_list_flags="-h --help --all -j --json --names --metrics --metricgroups"
 _pmcprof_doctor_args=""
 _pmcprof_doctor_flags="-h --help -j --json"
+_pmcprof_report_args="-i --input -x --field-separator"
+_pmcprof_report_flags="-h --help -j --json --prometheus --no-big-num"
 
 # Options of SUBCOMMAND (as two lists: taking an argument, flags) from `pmcprof SUB --help`
 # (CLI11's layout: "  -o,--output FILE   text", "  -a,--all-cpus   text"), cached per binary.
@@ -78,6 +81,7 @@ _pmcprof_options() {
     serve) args="$_pmcprof_stat_args --listen --web.config.file" flags=$_pmcprof_stat_flags ;;
     list) args=$_pmcprof_list_args flags=$_pmcprof_list_flags ;;
     doctor) args=$_pmcprof_doctor_args flags=$_pmcprof_doctor_flags ;;
+    report) args=$_pmcprof_report_args flags=$_pmcprof_report_flags ;;
     *) args="" flags=$_pmcprof_top_opts ;;
   esac
   if [[ -n $sub ]]; then
@@ -274,6 +278,16 @@ _pmcprof_complete_func() {
   _pmcprof_nospace=1
 }
 
+# A file to read or write (a report, a saved run), or '-' for standard output or input.
+_pmcprof_complete_files() {
+  local cur=$1 p
+  while IFS= read -r p; do
+    _pmcprof_candidates+=("$p")
+  done < <(compgen -f -- "$cur")
+  [[ - == "$cur"* ]] && _pmcprof_candidates+=("-")
+  _pmcprof_filenames=1
+}
+
 # The value of option OPT, being typed as CUR.
 _pmcprof_complete_value() {
   local bin=$1 opt=$2 cur=$3 p
@@ -301,13 +315,7 @@ _pmcprof_complete_value() {
       done
       _pmcprof_nospace=1
       ;;
-    -o | --output)
-      while IFS= read -r p; do
-        _pmcprof_candidates+=("$p")
-      done < <(compgen -f -- "$cur")
-      [[ - == "$cur"* ]] && _pmcprof_candidates+=("-")
-      _pmcprof_filenames=1
-      ;;
+    -o | --output | -i | --input) _pmcprof_complete_files "$cur" ;;
     -p | --pid | -t | --tid)
       for p in /proc/[0-9]*; do
         p=${p#/proc/}
@@ -432,6 +440,8 @@ _pmcprof() {
   elif [[ $sub == list ]]; then
     _pmcprof_load_events "$bin"
     _pmcprof_add "" "$cur" <<<"$_pmcprof_events"
+  elif [[ $sub == report ]]; then
+    _pmcprof_complete_files "$cur"
   elif [[ $sub == stat ]]; then
     mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u)
     return 0

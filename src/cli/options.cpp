@@ -225,6 +225,24 @@ class CommandUsage : public CLI::Formatter {
   }
 };
 
+// `report`: the saved run, and the formats of stat's report.
+void add_report_flags(CLI::App& report, ReportOptions& o) {
+  report
+      .add_option("FILE", o.input,
+                  "The saved run: what 'pmcprof stat -j -o FILE' wrote (a report, or -I's "
+                  "NDJSON); '-' reads standard input")
+      ->type_name("FILE");
+  report.add_option("-i,--input", o.input, "The saved run, as perf report -i (or give FILE)")
+      ->type_name("FILE");
+  report.add_option("-x,--field-separator", o.csv_separator, "CSV output with separator SEP")
+      ->type_name("SEP");
+  report.add_flag("-j,--json", o.json, "JSON output (pmcprof's schema, as stat -j wrote it)");
+  report.add_flag("--prometheus", o.prometheus,
+                  "The /metrics text serve would have served at the run's end (Prometheus text "
+                  "format, for a textfile collector or a push gateway)");
+  report.add_flag("--no-big-num", o.no_big_num, "No thousands separators in text");
+}
+
 // An error line never echoes a whole argument: the parsers quote arguments shortened. A
 // message of pmcprof's own past kMaxErrorLine characters (a kernel's reasons for refusing a
 // probe run to several lines) is cut only where that helps, on a terminal without -v, and says
@@ -326,6 +344,11 @@ int run_cli(int argc, char** argv) {
   CLI::App* doctor = app.add_subcommand("doctor", "Probe what this kernel allows");
   doctor->add_flag("-j,--json", doctor_opts.json, "JSON output");
 
+  ReportOptions report_opts;
+  CLI::App* report = app.add_subcommand(
+      "report", "Render a saved run (stat -j) again: text, CSV, JSON or /metrics text");
+  add_report_flags(*report, report_opts);
+
   // The stat command's words reach stat->remaining() only if the top level lets them pass.
   app.allow_extras();
   if (const auto status = first_word(app, argc, argv)) return *status;
@@ -368,6 +391,7 @@ int run_cli(int argc, char** argv) {
     }
     if (list->parsed()) return run_list_command(list_opts, std::cout);
     if (doctor->parsed()) return run_doctor_command(doctor_opts, std::cout);
+    if (report->parsed()) return run_report_command(report_opts, std::cout);
   } catch (const Error& e) {
     print_error(e, stat_opts.verbose || serve_opts.stat.verbose);
     return e.exit_code();

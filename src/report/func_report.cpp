@@ -286,11 +286,16 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
   return row;
 }
 
+double shown_total(const Distribution& d) {
+  return d.estimated ? std::round(d.total) : d.total;
+}
+
 std::optional<Metric> func_metric(const FuncRow& row) {
   const auto* cycles = find_event(row, {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES});
   const auto* insns = find_event(row, {PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS});
-  if (cycles && insns && cycles->per_call.total > 0)
-    return Metric{insns->per_call.total / cycles->per_call.total, "insn per cycle", false};
+  if (cycles && insns && shown_total(cycles->per_call) > 0)
+    return Metric{shown_total(insns->per_call) / shown_total(cycles->per_call), "insn per cycle",
+                  false};
   return std::nullopt;
 }
 

@@ -327,12 +327,14 @@ std::string prometheus_escape(const std::string& raw) {
 std::string render_prometheus(const CountingReport* counting, const FunctionReport* functions,
                               const PrometheusStatus& status) {
   Exposition x;
-  x.add("pmcprof_up", "gauge", "1 while pmcprof is counting, 0 while it starts.", {},
-        status.up ? 1 : 0);
+  if (status.serving)
+    x.add("pmcprof_up", "gauge", "1 while pmcprof is counting, 0 while it starts.", {},
+          status.up ? 1 : 0);
   x.add("pmcprof_build_info", "gauge", "pmcprof's version and mode.",
         {{"version", PMCPROF_VERSION}, {"mode", status.mode}}, 1);
-  x.add("pmcprof_scrapes_total", "counter", "Scrapes served, this one included.", {},
-        static_cast<double>(status.scrapes));
+  if (status.serving)
+    x.add("pmcprof_scrapes_total", "counter", "Scrapes served, this one included.", {},
+          static_cast<double>(status.scrapes));
   if (counting) {
     x.add("pmcprof_elapsed_seconds", "gauge", "Time counted so far.", {},
           static_cast<double>(counting->elapsed_ns) / 1e9);

@@ -266,7 +266,7 @@ ojson dist_json(const Distribution& d) {
   const bool ok = d.status == CounterStatus::ok;
   j["status"] = to_string(d.status);
   // An estimated total (scaled to all calls) is a count all the same: rounded.
-  j["total"] = ok ? number(d.estimated ? std::round(d.total) : d.total) : ojson(nullptr);
+  j["total"] = ok ? number(shown_total(d)) : ojson(nullptr);
   // No calls: the total is 0, per-call figures do not exist.
   const bool per_call = ok && !d.no_calls;
   j["mean"] = per_call ? ojson(d.mean) : ojson(nullptr);
@@ -279,6 +279,8 @@ ojson dist_json(const Distribution& d) {
   j["max"] = exact ? number(d.max) : ojson(nullptr);
   j["measured_calls"] = d.measured;
   j["estimated"] = d.estimated;
+  // Estimated: the total is scaled; the measured calls' own sum is what their buckets hold.
+  if (ok && d.estimated) j["measured_sum"] = number(d.measured_sum);
   // With the probe bias taken off: its spread, and the measured calls below it.
   if (d.noise_floor) {
     j["noise_floor"] = number(*d.noise_floor);
@@ -429,6 +431,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
       ojson ej = dist_json(e.per_call);
       ej["unit"] = e.unit.empty() ? "count" : e.unit;
       ej["buckets"] = histogram_buckets_json(e.histogram);
+      ej["attr"] = {{"type", e.kind.type}, {"config", e.kind.config}};
       events[text(e.event)] = std::move(ej);
     }
     fj["events"] = std::move(events);

@@ -56,6 +56,9 @@ ojson aggregate_json(AggrMode mode, const AggrId& id) {
 ojson counter_json(const CountingReport& report, const CounterRow& row) {
   ojson c;
   c["event"] = text(row.event);
+  // What the event is (perf_event_attr's type and config): derived metrics key on it, so a
+  // saved report renders them again (pmcprof report).
+  c["attr"] = {{"type", row.kind.type}, {"config", row.kind.config}};
   c["group"] = row.group;
   if (row.cpu) c["cpu"] = *row.cpu;
   if (row.aggr) c["aggregate"] = aggregate_json(report.aggr_mode, *row.aggr);

@@ -65,7 +65,8 @@ class Completion(unittest.TestCase):
 
     def test_subcommands(self):
         self.check(["pmcprof", "st"], ["stat"])
-        self.check(["pmcprof", ""], ["stat", "list", "doctor", "serve"])
+        self.check(["pmcprof", ""], ["stat", "list", "doctor", "serve", "report"])
+        self.check(["pmcprof", "rep"], ["report"])
         self.check(["pmcprof", "d"], ["doctor"])
         self.check(["pmcprof", "--v"], ["--version"])
 
@@ -148,6 +149,19 @@ class Completion(unittest.TestCase):
             os.mkdir(os.path.join(tmp, "results"))
             self.check(["pmcprof", "stat", "-o", os.path.join(tmp, "re")],
                        [os.path.join(tmp, "report.json"), os.path.join(tmp, "results")])
+
+    def test_report(self):
+        self.check(["pmcprof", "report", "--pro"], ["--prometheus"])
+        self.check(["pmcprof", "report", "-"],
+                   ["-h", "--help", "-i", "--input", "-x", "--field-separator", "-j", "--json",
+                    "--prometheus", "--no-big-num"])
+        with tempfile.TemporaryDirectory(prefix="pmcprof-comp-") as tmp:
+            open(os.path.join(tmp, "run.json"), "w").close()
+            os.mkdir(os.path.join(tmp, "runs"))
+            want = [os.path.join(tmp, "run.json"), os.path.join(tmp, "runs")]
+            self.check(["pmcprof", "report", os.path.join(tmp, "ru")], want)
+            self.check(["pmcprof", "report", "-i", os.path.join(tmp, "ru")], want)
+            self.check(["pmcprof", "report", "-j", os.path.join(tmp, "ru")], want)
 
     def test_web_config_file(self):
         self.check(["pmcprof", "serve", "--web"], ["--web.config.file"])

@@ -15,7 +15,9 @@
  *   func_workload migrate N USEC       burn, move to the other CPU, burn: N times
  *   func_workload getppid N            getppid() N times
  *   func_workload tiny N               tiny_function() N times (overhead measurements)
- *   func_workload burst N              tiny_function() N times as fast as possible */
+ *   func_workload burst N              tiny_function() N times as fast as possible
+ *   func_workload pair N USEC_A USEC_B burn_a(USEC_A) then burn_b(USEC_B), N times: two
+ *                                      functions whose work per call each run sets (diff) */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -118,6 +120,20 @@ __attribute__((noinline)) int burn_and_migrate(uint64_t usec) {
   return from != to;
 }
 
+/* Two functions of the same code, each its own symbol: one can be made slower than in another
+ * run while the other stays the same (pmcprof diff). */
+__attribute__((noinline)) void burn_a(uint64_t usec) {
+  struct inside b = inside_begin();
+  spin_ns(usec * 1000);
+  inside_end(b);
+}
+
+__attribute__((noinline)) void burn_b(uint64_t usec) {
+  struct inside b = inside_begin();
+  spin_ns(usec * 1000);
+  inside_end(b);
+}
+
 __attribute__((noinline)) int tiny_function(int x) {
   __asm__ volatile("" ::: "memory");
   return x + 1;
@@ -125,18 +141,20 @@ __attribute__((noinline)) int tiny_function(int x) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s burn|bimodal|sleep|migrate|getppid|tiny|burst N [USEC [USEC2]]\n",
+    fprintf(stderr,
+            "usage: %s burn|bimodal|sleep|migrate|getppid|tiny|burst|pair N [USEC [USEC2]]\n",
             argv[0]);
     return 2;
   }
   sched_getaffinity(0, sizeof(allowed_at_start), &allowed_at_start);
   const char* mode = argv[1];
   const int burns = !strcmp(mode, "burn") || !strcmp(mode, "bimodal") || !strcmp(mode, "sleep") ||
-                    !strcmp(mode, "migrate");
+                    !strcmp(mode, "migrate") || !strcmp(mode, "pair");
   if (burns) open_task_clock(); /* only there: other modes make no extra system calls */
   long n = atol(argv[2]);
   uint64_t usec = argc > 3 ? strtoull(argv[3], NULL, 10) : 1000;
-  uint64_t usec2 = argc > 4 ? strtoull(argv[4], NULL, 10) : 10000; /* sleep: SLEEP; bimodal: SLOW */
+  /* sleep: SLEEP; bimodal: SLOW; pair: burn_b's USEC */
+  uint64_t usec2 = argc > 4 ? strtoull(argv[4], NULL, 10) : 10000;
   long migrated = 0;
   int acc = 0;
   struct timespec w0, w1;
@@ -150,6 +168,8 @@ int main(int argc, char** argv) {
       burn_and_sleep(usec, usec2);
     else if (!strcmp(mode, "migrate"))
       migrated += burn_and_migrate(usec);
+    else if (!strcmp(mode, "pair"))
+      burn_a(usec), burn_b(usec2);
     else if (!strcmp(mode, "getppid"))
       acc += (int)syscall(SYS_getppid) > 0;
     else if (!strcmp(mode, "tiny") || !strcmp(mode, "burst"))

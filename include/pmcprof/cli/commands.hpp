@@ -1,6 +1,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,16 @@ struct ListOptions {
 };
 // `pmcprof list`: what libpfm4 knows.
 int run_list_command(const ListOptions& opts, std::ostream& out);
+
+struct ReportOptions {
+  std::string input;  // FILE (positional or -i), '-' for standard input
+  std::optional<std::string> csv_separator;
+  bool json = false;
+  bool prometheus = false;
+  bool no_big_num = false;
+};
+// `pmcprof report FILE`: a saved run (stat -j) rendered again, as perf report -i reads a
+// perf.data: text (default), CSV, JSON or the /metrics text of serve.
+int run_report_command(const ReportOptions& opts, std::ostream& out);
 
 }  // namespace pmcprof

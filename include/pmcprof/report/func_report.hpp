@@ -241,7 +241,12 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
                       const std::vector<FuncEventInfo>& events,
                       const std::vector<FuncMetricInfo>& metrics = {});
 
-// IPC and the like for a function row, from its event totals.
+// A total as every format shows it: an estimated (scaled) total is a count all the same,
+// rounded.
+double shown_total(const Distribution& d);
+
+// IPC and the like for a function row, from its event totals as shown (shown_total), so that
+// it is the ratio of the two totals beside it, also in a report read back from its JSON.
 std::optional<Metric> func_metric(const FuncRow& row);
 
 // Renderers of the function-mode model (text like perf stat, -x CSV, -j JSON / NDJSON).

@@ -12,6 +12,9 @@ struct PrometheusStatus {
   bool up = false;            // counting is live (false while starting up)
   std::uint64_t scrapes = 0;  // this one included
   std::string mode;           // "counting" or "function"
+  // false: a saved run rendered (pmcprof report), not a live one: no pmcprof_up and no
+  // pmcprof_scrapes_total, which describe a server.
+  bool serving = true;
 };
 
 // The Prometheus text exposition format (version 0.0.4) of a report: pmcprof_ prefix,
