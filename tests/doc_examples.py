@@ -27,6 +27,8 @@ A comment just before a block says more about it (Markdown `<!-- doc-test: ... -
                   postgres-server, prometheus-server
   unordered       the rows may come in another order (or number: labels compared as sets)
   user=NAME       run as that user, without capabilities (how an unprivileged user sees it)
+  interrupt=S     send SIGINT to the block's pmcprof commands S seconds after their start, as
+                  the example's author did by hand
   timeout=S       seconds for the whole block (default 60)
   skip="WHY"      never run: the reason is printed
 
@@ -560,7 +562,14 @@ def block_script(ex, scratch_dir, bin_dir, workloads, pmcprof, cgroup_mount, deb
         if cmd.text.split()[0] in deferred:
             lines.append("__rc=0")
             continue
-        if cmd.background:
+        interrupt = ex.markers.get("interrupt")
+        if interrupt and re.match(r"pmcprof\s", cmd.text):
+            # `# SIGINT after S s`: the command is stopped as its example was, by hand
+            # (job control on: a background job of a script would ignore SIGINT)
+            text = re.sub(r"\s{2,}#\s.*$", "", cmd.text)   # the example's own comment
+            lines.append(f"set -m; {text} &")
+            lines.append(f"__p=$!; set +m; sleep {float(interrupt)}; kill -INT $__p; wait $__p")
+        elif cmd.background:
             out = f".doc-bg-{n}"
             lines.append(f"{cmd.text} >{out} 2>&1 &")
             lines.append("__bg=\"$__bg $!\"")
