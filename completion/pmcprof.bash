@@ -40,8 +40,8 @@ _pmcprof_list_args=""
 _pmcprof_list_flags="-h --help --all -j --json --names --metrics --metricgroups"
 _pmcprof_doctor_args=""
 _pmcprof_doctor_flags="-h --help -j --json"
-_pmcprof_report_args="-i --input -x --field-separator"
-_pmcprof_report_flags="-h --help -j --json --prometheus --no-big-num"
+_pmcprof_report_args="-i --input -x --field-separator --hist-linear"
+_pmcprof_report_flags="-h --help -j --json --prometheus --no-big-num --hist"
 
 # Options of SUBCOMMAND (as two lists: taking an argument, flags) from `pmcprof SUB --help`
 # (CLI11's layout: "  -o,--output FILE   text", "  -a,--all-cpus   text"), cached per binary.

@@ -1,5 +1,6 @@
 #include "pmcprof/cli/choices.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -128,6 +129,53 @@ HistLinear parse_hist_linear(std::string_view text) {
                         " rows, more than " + std::to_string(kMaxHistLinearRows),
                     "take a larger STEP, or --hist for powers of two");
   return range;
+}
+
+namespace {
+
+// --hist's comma list; a comma inside an event's pmu/term=a,term=b/ stays in its name.
+std::vector<std::string> split_hist_list(std::string_view text) {
+  std::vector<std::string> out{""};
+  bool in_terms = false;
+  for (char c : text) {
+    if (c == '/') in_terms = !in_terms;
+    if (c == ',' && !in_terms)
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+HistOptions hist_choice(bool hist_flag, const std::string& quantities,
+                        const std::optional<std::string>& linear,
+                        const std::vector<HistName>& names) {
+  HistOptions hist;
+  hist.draw = hist_flag || linear;
+  if (!hist.draw) return hist;
+  if (linear) hist.linear = parse_hist_linear(*linear);
+  if (quantities.empty()) return hist;
+  std::vector<std::string> all;
+  for (const auto& n : names) all.push_back(n.name);
+  for (const auto& name : split_hist_list(quantities)) {
+    const auto it =
+        std::find_if(names.begin(), names.end(), [&](const HistName& n) { return n.name == name; });
+    if (it == names.end()) {
+      const auto close = closest_matches(name, all);
+      throw UserError("--hist: " + (name.empty() ? std::string("an empty name") : quote(name)) +
+                          " is not a quantity of this run",
+                      (close.empty() ? "" : "did you mean '" + join(close, "', '") + "'? ") +
+                          "it draws " + join(all, ", "));
+    }
+    if (hist.linear && hist.linear->time && !it->time)
+      throw UserError("--hist-linear=" + hist.linear->text + " is a range of times, and " +
+                          quote(name) + " is not a time",
+                      "name times with it (--hist=wall), or give the range without units");
+    hist.quantities.push_back(name);
+  }
+  return hist;
 }
 
 }  // namespace pmcprof

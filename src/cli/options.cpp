@@ -94,17 +94,17 @@ void add_perf_flags(CLI::App& stat, StatOptions& o) {
                 "With -x and --summary, no 'summary' field before the summary rows");
 }
 
-// Function mode's histograms (stat only: serve exports its own).
-void add_hist_flags(CLI::App& stat, StatOptions& o) {
+// Function mode's histograms (stat and report; serve exports its own).
+void add_hist_flags(CLI::App& app, std::string& quantities, std::optional<std::string>& linear) {
   // A flag with an optional value: `--hist` alone, or `--hist=wall,instructions`; a bare
   // `--hist wall` leaves `wall` to be the command (run_stat_command refuses that).
-  stat.add_flag("--hist{}", o.hist_quantities,
-                "Per-call histograms after each function, log2 as bcc's funclatency: of wall "
-                "time and every event, or --hist=QUANTITIES (wall, oncpu, events, metrics)")
+  app.add_flag("--hist{}", quantities,
+               "Per-call histograms after each function, log2 as bcc's funclatency: of wall "
+               "time and every event, or --hist=QUANTITIES (wall, oncpu, events, metrics)")
       ->type_name("QUANTITIES");
-  stat.add_option("--hist-linear", o.hist_linear,
-                  "Linear histograms instead, as bpftrace's lhist: MIN,MAX,STEP in each "
-                  "quantity's unit, or times as 0,2ms,100us (implies --hist)")
+  app.add_option("--hist-linear", linear,
+                 "Linear histograms instead, as bpftrace's lhist: MIN,MAX,STEP in each "
+                 "quantity's unit, or times as 0,2ms,100us (implies --hist)")
       ->type_name("MIN,MAX,STEP");
 }
 
@@ -145,7 +145,7 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
     stat.add_option("-o,--output", o.output, "Write the report to FILE ('-' for stdout)")
         ->type_name("FILE");
   }
-  if (!for_serve) add_hist_flags(stat, o);
+  if (!for_serve) add_hist_flags(stat, o.hist_quantities, o.hist_linear);
   one_value_each(
       stat.add_option(
           "--func", o.funcs,
@@ -201,18 +201,10 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
       ->type_name("NAME");
 }
 
-// stat's usage line names the command it runs, as perf stat's does: CLI11 cannot know that
-// the words it leaves after the options (prefix_command) are one.
-class CommandUsage : public CLI::Formatter {
+// A flag with an optional value reads --hist[=QUANTITIES] (its type name) in --help, not
+// CLI11's --hist{} (the default value between braces).
+class OptionalValueNames : public CLI::Formatter {
  public:
-  std::string make_usage(const CLI::App* app, std::string name) const override {
-    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
-    const std::size_t end = usage.find_last_not_of('\n') + 1;
-    usage.insert(end, " [[--] COMMAND [ARG...]]");
-    return usage;
-  }
-  // A flag with an optional value reads --hist[=QUANTITIES] (its type name), not CLI11's
-  // --hist{} (the default value between braces).
   std::string make_option_name(const CLI::Option* opt, bool positional) const override {
     std::string name = CLI::Formatter::make_option_name(opt, positional);
     if (const auto braces = name.find("{}"); braces != std::string::npos)
@@ -225,13 +217,25 @@ class CommandUsage : public CLI::Formatter {
   }
 };
 
+// stat's usage line names the command it runs, as perf stat's does: CLI11 cannot know that
+// the words it leaves after the options (prefix_command) are one.
+class CommandUsage : public OptionalValueNames {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
+    const std::size_t end = usage.find_last_not_of('\n') + 1;
+    usage.insert(end, " [[--] COMMAND [ARG...]]");
+    return usage;
+  }
+};
+
 // `report`: the saved run, and the formats of stat's report.
 void add_report_flags(CLI::App& report, ReportOptions& o) {
   report
       .add_option("FILE", o.input,
                   "The saved run: what 'pmcprof stat -j -o FILE' wrote (a report, or -I's "
                   "NDJSON); '-' reads standard input")
-      ->type_name("FILE");
+      ->type_name("");
   report.add_option("-i,--input", o.input, "The saved run, as perf report -i (or give FILE)")
       ->type_name("FILE");
   report.add_option("-x,--field-separator", o.csv_separator, "CSV output with separator SEP")
@@ -241,6 +245,7 @@ void add_report_flags(CLI::App& report, ReportOptions& o) {
                   "The /metrics text serve would have served at the run's end (Prometheus text "
                   "format, for a textfile collector or a push gateway)");
   report.add_flag("--no-big-num", o.no_big_num, "No thousands separators in text");
+  add_hist_flags(report, o.hist_quantities, o.hist_linear);
 }
 
 // An error line never echoes a whole argument: the parsers quote arguments shortened. A
@@ -348,6 +353,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* report = app.add_subcommand(
       "report", "Render a saved run (stat -j) again: text, CSV, JSON or /metrics text");
   add_report_flags(*report, report_opts);
+  report->formatter(std::make_shared<OptionalValueNames>());
 
   // The stat command's words reach stat->remaining() only if the top level lets them pass.
   app.allow_extras();
@@ -391,7 +397,10 @@ int run_cli(int argc, char** argv) {
     }
     if (list->parsed()) return run_list_command(list_opts, std::cout);
     if (doctor->parsed()) return run_doctor_command(doctor_opts, std::cout);
-    if (report->parsed()) return run_report_command(report_opts, std::cout);
+    if (report->parsed()) {
+      report_opts.hist = report->count("--hist") > 0;
+      return run_report_command(report_opts, std::cout);
+    }
   } catch (const Error& e) {
     print_error(e, stat_opts.verbose || serve_opts.stat.verbose);
     return e.exit_code();

@@ -1,5 +1,7 @@
 #include <ostream>
+#include <vector>
 
+#include "pmcprof/cli/choices.hpp"
 #include "pmcprof/cli/commands.hpp"
 #include "pmcprof/cli/saved_input.hpp"
 #include "pmcprof/report/prometheus.hpp"
@@ -16,6 +18,8 @@ void validate(const ReportOptions& opts) {
                     "save one with 'pmcprof stat -j -o FILE.json ...'; '-' reads standard input");
   if (opts.json + opts.csv_separator.has_value() + opts.prometheus > 1)
     throw UserError("give one of -j, -x and --prometheus", hint);
+  if (opts.prometheus && (opts.hist || opts.hist_linear))
+    throw UserError("--hist draws in text and CSV, not in the /metrics text of --prometheus", hint);
   if (opts.csv_separator && opts.csv_separator->empty())
     throw UserError("-x needs a separator, e.g. -x ,", hint);
 }
@@ -38,6 +42,37 @@ void render_metrics(const LoadedRun& in, std::ostream& out) {
   out << render_prometheus(nullptr, &function_totals(in.run, in.name), status);
 }
 
+// What --hist can draw from the saved run: wall and on-CPU time, its events and metrics (as
+// stat's --hist names them), each once, in the order of the report.
+std::vector<HistName> hist_names(const FunctionReport& r) {
+  std::vector<HistName> names{{"wall", true}, {"oncpu", true}};
+  auto add = [&names](const std::string& name, bool time) {
+    for (const auto& n : names)
+      if (n.name == name) return;
+    names.push_back({name, time});
+  };
+  for (const auto& f : r.functions)
+    for (const auto& e : f.events) add(e.event, e.unit == "ns");
+  for (const auto& f : r.functions)
+    for (const auto& m : f.metrics) add(m.name, false);
+  return names;
+}
+
+HistOptions hist_options(const ReportOptions& opts, const LoadedRun& in) {
+  if (!opts.hist && !opts.hist_linear) return {};
+  if (in.run.mode != RunMode::function)
+    throw UserError("--hist draws the per-call histograms of a function report; " + in.name +
+                        " is a counting report",
+                    "record one with 'pmcprof stat --func FUNC -j -o FILE'");
+  if (!in.run.histograms)
+    throw UserError(in.name +
+                        " has no per-call buckets (written by an older pmcprof): no "
+                        "histograms to draw",
+                    "render it without --hist");
+  const FunctionReport& r = in.run.function ? *in.run.function : in.run.function_intervals.front();
+  return hist_choice(opts.hist, opts.hist_quantities, opts.hist_linear, hist_names(r));
+}
+
 }  // namespace
 
 int run_report_command(const ReportOptions& opts, std::ostream& out) {
@@ -49,6 +84,7 @@ int run_report_command(const ReportOptions& opts, std::ostream& out) {
   }
   RenderOptions r;
   r.big_num = !opts.no_big_num;
+  r.hist = hist_options(opts, in);
   if (opts.json) {
     r.format = OutputFormat::json;
   } else if (opts.csv_separator) {

@@ -471,12 +471,6 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
 
 namespace {
 
-// What --hist can draw in a run: wall and on-CPU time, each event, each metric.
-struct HistName {
-  std::string name;
-  bool time = false;
-};
-
 std::vector<HistName> hist_names(const FunctionPlan& plan) {
   std::vector<HistName> names{{"wall", true}, {"oncpu", true}};
   for (const auto& g : plan.groups)
@@ -486,56 +480,20 @@ std::vector<HistName> hist_names(const FunctionPlan& plan) {
   return names;
 }
 
-// --hist's comma list; a comma inside an event's pmu/term=a,term=b/ stays in its name.
-std::vector<std::string> split_hist_list(std::string_view text) {
-  std::vector<std::string> out{""};
-  bool in_terms = false;
-  for (char c : text) {
-    if (c == '/') in_terms = !in_terms;
-    if (c == ',' && !in_terms)
-      out.emplace_back();
-    else
-      out.back() += c;
-  }
-  return out;
-}
-
 // --hist and --hist-linear checked against the run's events and metrics.
 HistOptions hist_options(const StatOptions& opts, const FunctionPlan& plan) {
-  HistOptions hist;
-  hist.draw = opts.hist || opts.hist_linear;
-  if (!hist.draw) return hist;
-  if (opts.hist_linear) hist.linear = parse_hist_linear(*opts.hist_linear);
+  if (!opts.hist && !opts.hist_linear) return {};
   const auto names = hist_names(plan);
-  std::vector<std::string> all;
-  for (const auto& n : names) all.push_back(n.name);
-  const auto find = [&names](const std::string& name) {
-    return std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.name == name; });
-  };
   // `--hist wall`: a bare --hist takes no value, so `wall` became the command (a real one:
   // wall(1) writes to every terminal).
   if (opts.hist && opts.hist_quantities.empty() && opts.command_before_dashes &&
-      !opts.command.empty() && find(opts.command.front()) != names.end())
+      !opts.command.empty() && std::any_of(names.begin(), names.end(), [&](const HistName& n) {
+        return n.name == opts.command.front();
+      }))
     throw UserError("--hist takes its list after '=': '--hist " + opts.command.front() +
                         "' would run " + quote(opts.command.front()) + " as the command",
                     "write --hist=" + opts.command.front() + ", or put the command after --");
-  if (opts.hist_quantities.empty()) return hist;
-  for (const auto& name : split_hist_list(opts.hist_quantities)) {
-    const auto it = find(name);
-    if (it == names.end()) {
-      const auto close = closest_matches(name, all);
-      throw UserError("--hist: " + (name.empty() ? std::string("an empty name") : quote(name)) +
-                          " is not a quantity of this run",
-                      (close.empty() ? "" : "did you mean '" + join(close, "', '") + "'? ") +
-                          "it draws " + join(all, ", "));
-    }
-    if (hist.linear && hist.linear->time && !it->time)
-      throw UserError("--hist-linear=" + hist.linear->text + " is a range of times, and " +
-                          quote(name) + " is not a time",
-                      "name times with it (--hist=wall), or give the range without units");
-    hist.quantities.push_back(name);
-  }
-  return hist;
+  return hist_choice(opts.hist, opts.hist_quantities, opts.hist_linear, names);
 }
 
 }  // namespace

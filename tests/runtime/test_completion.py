@@ -154,7 +154,7 @@ class Completion(unittest.TestCase):
         self.check(["pmcprof", "report", "--pro"], ["--prometheus"])
         self.check(["pmcprof", "report", "-"],
                    ["-h", "--help", "-i", "--input", "-x", "--field-separator", "-j", "--json",
-                    "--prometheus", "--no-big-num"])
+                    "--prometheus", "--no-big-num", "--hist", "--hist-linear"])
         with tempfile.TemporaryDirectory(prefix="pmcprof-comp-") as tmp:
             open(os.path.join(tmp, "run.json"), "w").close()
             os.mkdir(os.path.join(tmp, "runs"))

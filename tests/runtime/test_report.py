@@ -15,11 +15,12 @@ Intervals (`stat -j -I 100 --summary`): `report -j` is the NDJSON again, line fo
 perf's interval header and the summary.
 Function mode (`--func func_workload:burn_a,burn_b`, uprobes): `report -j` is the file again;
 the text has both functions with their calls and the JSON's task-clock total as stat prints it;
-`--prometheus` has their calls and wall-time histograms (from the saved buckets).
+`--prometheus` has their calls and wall-time histograms, and `--hist=wall` draws every call in
+bcc's rows (both from the saved buckets); `--hist=wal` is refused with a did-you-mean.
 Bad input, each one line and a HINT, non-zero exit, no crash: a missing file, a directory, an
 empty file, not JSON (with its line), another tool's JSON (perf stat -j's lines), pmcprof's own
 `list -j` and `doctor -j` output, a newer schema, a field of the wrong type (its path), and
---prometheus with -j.
+--prometheus with -j, --hist of a counting report.
 
 Usage: test_report.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
@@ -123,6 +124,14 @@ class ReportTest(unittest.TestCase):
             self.assertIn(f" {wl}:{name}  [uprobe]\n   {row['calls']} calls, ", text)
             total = t.func_event(row)["total"] / 1e6
             self.assertRegex(text, rf"\n   task-clock +{re.escape(f'{total:.2f}')} ms ")
+        # --hist from the saved buckets: every call of each function in its wall-time rows.
+        hist = self.report(f, "--hist=wall")
+        counts = [int(m) for m in re.findall(r"-> \d+ +: (\d+) ", hist)]
+        self.assertEqual(sum(counts), 100, hist)
+        self.assertEqual(hist.count("wall time per call (50 calls):"), 2, hist)
+        p = t.run_pmcprof(["report", f, "--hist=wal"])
+        t.assert_clean_error(self, p, mentions=[r"--hist: 'wal' is not a quantity of this run"])
+        self.assertIn("did you mean 'wall'?", p.stderr)
         # /metrics from the saved buckets: the wall-time histogram holds every call.
         metrics = self.report(f, "--prometheus")
         for name in ("burn_a", "burn_b"):
@@ -162,6 +171,9 @@ class ReportTest(unittest.TestCase):
         refused(json.dumps(j), r"counters\[0\]\.value: expected a number, found a string")
         p = t.run_pmcprof(["report", self.path("ok.json"), "-j", "--prometheus"])
         t.assert_clean_error(self, p, mentions=[r"one of -j, -x and --prometheus"])
+        p = t.run_pmcprof(["report", self.path("ok.json"), "--hist"])
+        t.assert_clean_error(self, p, mentions=[r"--hist draws the per-call histograms of a "
+                                                r"function report; .* is a counting report"])
 
 
 if __name__ == "__main__":

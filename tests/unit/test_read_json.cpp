@@ -102,6 +102,24 @@ TEST(ReadJsonGolden, FunctionReportsRenderAsTheirModels) {
   EXPECT_EQ(both.function->kernel_view->aggregation, "kernel");
 }
 
+// --hist from the saved buckets: what stat --hist drew for the same model (wall, events and a
+// metric, whose buckets are fixed point times its resolution).
+TEST(ReadJsonGolden, HistogramsDrawAsTheirModels) {
+  const SavedRun run = read_saved_run(golden("func_report_both.json"), "both.json");
+  EXPECT_TRUE(run.histograms);
+  RenderOptions text;
+  text.hist.draw = true;
+  std::ostringstream out;
+  render_saved_run(run, text, out, "both.json");
+  expect_same(out.str(), golden("func_report_hist.txt"));
+  RenderOptions csv;
+  csv.format = OutputFormat::csv;
+  csv.hist = {true, {"wall", "instructions", "IPC"}, std::nullopt};
+  std::ostringstream rows;
+  render_saved_run(run, csv, rows, "both.json");
+  expect_same(rows.str(), golden("func_report_hist.csv"));
+}
+
 TEST(ReadJson, KindsFromAttrDeriveTheMetrics) {
   const SavedRun run = read_saved_run(golden("workload.json"), "workload.json");
   ASSERT_TRUE(run.counting);

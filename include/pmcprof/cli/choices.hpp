@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pmcprof/probes/func_object.hpp"
 #include "pmcprof/probes/target_spec.hpp"
@@ -24,5 +26,17 @@ std::size_t validate_buffer_pages(long long pages);
 // times in ns, or none.
 inline constexpr std::uint64_t kMaxHistLinearRows = 1000;
 HistLinear parse_hist_linear(std::string_view text);
+
+// What --hist can draw in a run: wall and on-CPU time, each event, each metric.
+struct HistName {
+  std::string name;
+  bool time = false;
+};
+// --hist[=QUANTITIES] (`quantities`: its comma list, "" for the default) and --hist-linear
+// checked against the quantities of a run (stat's, or a saved one for report): an unknown
+// name is refused with the closest ones and the list, a range of times for a count too.
+HistOptions hist_choice(bool hist, const std::string& quantities,
+                        const std::optional<std::string>& linear,
+                        const std::vector<HistName>& names);
 
 }  // namespace pmcprof

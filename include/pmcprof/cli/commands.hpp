@@ -34,6 +34,9 @@ struct ReportOptions {
   bool json = false;
   bool prometheus = false;
   bool no_big_num = false;
+  bool hist = false;                       // --hist[=QUANTITIES], as stat's
+  std::string hist_quantities;             // its value: "" for the default
+  std::optional<std::string> hist_linear;  // --hist-linear=MIN,MAX,STEP
 };
 // `pmcprof report FILE`: a saved run (stat -j) rendered again, as perf report -i reads a
 // perf.data: text (default), CSV, JSON or the /metrics text of serve.
