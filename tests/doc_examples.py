@@ -24,7 +24,9 @@ A comment just before a block says more about it (Markdown `<!-- doc-test: ... -
                   run there by tests/guest/test_guest_arm64_doc_examples.py, listed as such here
   needs=A,B       what the machine must have, else the example is skipped with the reason:
                   kprobes (or fentry), no-kprobes, pmu, no-pmu, cgroup2, root, port:N (free),
-                  postgres-server, prometheus-server
+                  postgres, prometheus-server
+  setup=postgres  start a PostgreSQL server with pgbench's tables in the block's directory first
+  settle=S        after starting a silent background command, wait S seconds (to attach)
   unordered       the rows may come in another order (or number: labels compared as sets)
   user=NAME       run as that user, without capabilities (how an unprivileged user sees it)
   interrupt=S     send SIGINT to the block's pmcprof commands S seconds after their start, as
@@ -410,9 +412,12 @@ class Machine:
                 return "shows <not supported> hardware events; this machine has a PMU"
             if need == "cgroup2" and not self.caps.get("cgroup_v2"):
                 return "needs cgroup v2"
-            if need == "postgres-server":
-                return ("needs a PostgreSQL server with the pgbench tables (not set up here; "
-                        "tests/runtime/test_usdt_postgres.py runs this measurement)")
+            if need == "postgres":
+                for tool in ("postgres", "initdb", "pg_ctl", "psql", "pgbench"):
+                    if not os.access(f"{PG_BIN}/{tool}", os.X_OK):
+                        return f"needs PostgreSQL 15 ({PG_BIN}/{tool}: postgresql-15)"
+                if not shutil.which("runuser"):
+                    return "needs runuser (util-linux) to start PostgreSQL as postgres"
             if need == "prometheus-server":
                 return ("needs a Prometheus server scraping pmcprof for 75 s (not run here; "
                         "tests/runtime/test_serve_prometheus.py does)")
@@ -529,6 +534,22 @@ class Scratch:
 
 MARK = "@@doc-example@@"
 
+# setup=postgres: a PostgreSQL 15 server of the postgres user in the block's directory (data/,
+# its socket there, no TCP) with pgbench's tables (scale 1) and a superuser role for root, as
+# docs/regions.md's example starts from; stopped when the block ends.
+PG_BIN = "/usr/lib/postgresql/15/bin"
+POSTGRES_SETUP = [
+    "chmod 755 .. .; chown postgres: .",
+    f"runuser -u postgres -- {PG_BIN}/initdb -N -D data -A trust >pg-setup.log 2>&1",
+    f"runuser -u postgres -- {PG_BIN}/pg_ctl -D data -l pg.log -w "
+    "-o \"-k $PWD -c listen_addresses=''\" start >>pg-setup.log 2>&1",
+    "trap 'kill $__bg 2>/dev/null; wait; runuser -u postgres -- "
+    f"{PG_BIN}/pg_ctl -D data -m immediate stop >/dev/null 2>&1' EXIT",
+    f"runuser -u postgres -- {PG_BIN}/pgbench -i -q -I dtgp -h $PWD postgres >>pg-setup.log 2>&1",
+    f"runuser -u postgres -- {PG_BIN}/psql -q -h $PWD -c 'CREATE ROLE root SUPERUSER LOGIN' "
+    "postgres >>pg-setup.log 2>&1",
+]
+
 
 def block_script(ex, scratch_dir, bin_dir, workloads, pmcprof, cgroup_mount, debian_path=True,
                  source=ROOT, deferred=(), keep=None):
@@ -551,6 +572,8 @@ def block_script(ex, scratch_dir, bin_dir, workloads, pmcprof, cgroup_mount, deb
              f"ln -s {q(os.path.join(source, 'docs'))} docs",
              *ex.preamble,
              "__bg=''", "trap 'kill $__bg 2>/dev/null; wait' EXIT", "__rc=0"]
+    if ex.markers.get("setup") == "postgres":
+        lines += POSTGRES_SETUP
     for n, cmd in enumerate(ex.commands):
         m = re.match(r"cat\s+(\S+)$", cmd.text.strip())
         if m and cmd.shown and m.group(1) != "in-cgroup":
@@ -573,9 +596,11 @@ def block_script(ex, scratch_dir, bin_dir, workloads, pmcprof, cgroup_mount, deb
             out = f".doc-bg-{n}"
             lines.append(f"{cmd.text} >{out} 2>&1 &")
             lines.append("__bg=\"$__bg $!\"")
-            if cmd.shown or re.match(r"pmcprof\s", cmd.text):
+            if cmd.shown or (re.match(r"pmcprof\s", cmd.text) and not ex.markers.get("settle")):
                 # wait for what it prints first (pmcprof serve: its address), 5 s at most
                 lines.append(f"for i in $(seq 50); do [ -s {out} ] && break; sleep 0.1; done")
+            if ex.markers.get("settle"):   # a silent one: time to attach its probes
+                lines.append(f"sleep {float(ex.markers['settle'])}")
         else:
             lines.append(cmd.text)
         lines.append("__rc=$?")
@@ -726,7 +751,8 @@ def update(root, ex, results):
                 print(f"{ex.name}: $ {cmd.text[:60]}: the trimmed output's lines are not all "
                       "printed any more: trim it again by hand")
                 return
-        if k and new and new[-1] != "" and len(results[k - 1][1]) > 3:
+        if k and new and new[-1] != "" and len(results[k - 1][1]) > 3 and \
+                not SETUP.match(results[k - 1][0].text.strip()):
             new.append("")
         new.extend(body[cmd.span[0]:cmd.span[1]])
         new.extend(roff(x) if man else x for x in actual)

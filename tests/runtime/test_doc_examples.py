@@ -11,9 +11,11 @@ the same exit status where `echo $?` shows one. A `...` line in an example marks
 by hand: the shown labels must then appear in that order, others allowed between them.
 
 Not run here, each with its reason printed: the examples captured in the arm64 guest (a real
-PMU, kprobes; tests/guest/test_guest_arm64_doc_examples.py runs them there), those that need a
-PostgreSQL server or a Prometheus server scraping for a minute, and those whose machine state
-is absent (the refusal of a kernel function on a kernel that has kprobes, a busy port 9464).
+PMU, kprobes; tests/guest/test_guest_arm64_doc_examples.py runs them there), the one that
+needs a Prometheus server scraping for a minute, the man page's list of commands without output,
+and those whose machine state is absent (PostgreSQL 15 not installed, the refusal of a kernel
+function on a kernel that has kprobes, a busy port 9464). The PostgreSQL example runs against a
+server the test starts in the example's directory (setup=postgres).
 
 First, the shape rules themselves on fixed texts (doc_examples.py selftest): the same shape
 with other numbers passes; a renamed column label, an extra row, one more CSV field, a renamed
