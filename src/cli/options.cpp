@@ -296,10 +296,9 @@ std::optional<int> first_word(const CLI::App& app, int argc, char** argv) {
     std::cout << about->help();
     return 0;
   }
-  const auto close = closest_matches(word, names);
-  std::cerr << "pmcprof: '" << word << "' is not a pmcprof command\n";
-  std::cerr << "HINT: " << (close.empty() ? "" : "did you mean '" + join(close, "', '") + "'? ")
-            << "the commands are " << join(names, ", ") << "; see 'pmcprof --help'\n";
+  std::cerr << "pmcprof: " << quote(word) << " is not a pmcprof command\n";
+  std::cerr << "HINT: " << did_you_mean(closest_matches(word, names)) << "the commands are "
+            << join(names, ", ") << "; see 'pmcprof --help'\n";
   return kExitUsage;
 }
 

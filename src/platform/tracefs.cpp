@@ -3,8 +3,10 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
@@ -27,7 +29,25 @@ bool looks_like_tracefs(const std::string& dir) {
   return is_directory(dir + "/events");
 }
 
+// The subdirectories of `dir` that hold tracepoints (or categories of them), sorted.
+std::vector<std::string> event_dirs(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec)) out.push_back(it->path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> tracepoint_categories(const std::string& tracefs) {
+  return event_dirs(tracefs + "/events");
+}
+
+std::vector<std::string> tracepoint_names(const std::string& tracefs, std::string_view category) {
+  return event_dirs(tracefs + "/events/" + std::string(category));
+}
 
 std::optional<std::string> find_tracefs(const std::vector<MountEntry>& mounts) {
   const MountEntry* tracefs = nullptr;

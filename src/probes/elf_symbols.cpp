@@ -7,10 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -231,75 +234,128 @@ std::string resolve_binary(const std::string& binary, std::optional<pid_t> pid) 
                   "give a path: --func /path/to/" + binary + ":SYMBOL");
 }
 
-ElfFunction find_elf_function(const std::string& path, const std::string& symbol) {
-  // Non-blocking, and only a regular file is read: a FIFO or a device named as a binary is
-  // refused at once instead of blocking pmcprof forever.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd)
-    throw UserError("cannot open " + quote(path) + ": " + errno_string(errno), "check the path");
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    throw UserError(quote(path) + " is not a regular file, so not an executable or a library",
-                    "give an executable or a shared library");
-  if (elf_version(EV_CURRENT) == EV_NONE) throw SystemError("libelf is too old");
-  std::unique_ptr<Elf, ElfCloser> elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
-    throw UserError(path + " is not an ELF file", "give an executable or a shared library");
+namespace {
 
-  bool has_symtab = false;
-  std::optional<GElf_Sym> found;
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr && !found) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr)) continue;
-    if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) continue;
-    if (shdr.sh_type == SHT_SYMTAB) has_symtab = true;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (!data || shdr.sh_entsize == 0) continue;
-    const std::size_t count = shdr.sh_size / shdr.sh_entsize;
-    for (std::size_t i = 0; i < count; ++i) {
-      GElf_Sym sym;
-      if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
-      const int type = GELF_ST_TYPE(sym.st_info);
-      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0) continue;
-      const char* name = elf_strptr(elf.get(), shdr.sh_link, sym.st_name);
-      if (!name) continue;
-      std::string_view n(name);
-      // Versioned names: malloc@@GLIBC_2.2.5 matches malloc.
-      if (n == symbol ||
-          (starts_with(n, symbol) && n.size() > symbol.size() && n[symbol.size()] == '@')) {
-        found = sym;
+// An ELF file opened for its symbols: a regular file only, read without blocking, so a FIFO or
+// a device named as a binary is refused at once instead of blocking pmcprof forever.
+class ElfFile {
+ public:
+  explicit ElfFile(const std::string& path) : path_(path) {
+    fd_ = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!fd_)
+      throw UserError("cannot open " + quote(path) + ": " + errno_string(errno), "check the path");
+    struct stat st {};
+    if (fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode))
+      throw UserError(quote(path) + " is not a regular file, so not an executable or a library",
+                      "give an executable or a shared library");
+    if (elf_version(EV_CURRENT) == EV_NONE) throw SystemError("libelf is too old");
+    elf_.reset(elf_begin(fd_.get(), ELF_C_READ, nullptr));
+    if (!elf_ || elf_kind(elf_.get()) != ELF_K_ELF)
+      throw UserError(path + " is not an ELF file", "give an executable or a shared library");
+  }
+
+  // Calls visit(name, symbol) for each defined function symbol (STT_FUNC, STT_GNU_IFUNC) of
+  // .symtab and .dynsym, in section order, until it returns false. Returns whether the file
+  // has a .symtab (is not stripped).
+  template <typename Visit>
+  bool functions(Visit&& visit) const {
+    bool has_symtab = false;
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(elf_.get(), scn)) != nullptr) {
+      GElf_Shdr shdr;
+      if (!gelf_getshdr(scn, &shdr)) continue;
+      if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) continue;
+      if (shdr.sh_type == SHT_SYMTAB) has_symtab = true;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (!data || shdr.sh_entsize == 0) continue;
+      const std::size_t count = shdr.sh_size / shdr.sh_entsize;
+      for (std::size_t i = 0; i < count; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
+        const int type = GELF_ST_TYPE(sym.st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0) continue;
+        const char* name = elf_strptr(elf_.get(), shdr.sh_link, sym.st_name);
+        if (name && !visit(std::string_view(name), sym)) return has_symtab;
+      }
+    }
+    return has_symtab;
+  }
+
+  // The function at st_value `address`, with the file offset the uprobe PMU wants.
+  ElfFunction function(std::string symbol, std::uint64_t address) const {
+    ElfFunction fn;
+    fn.path = path_;
+    fn.symbol = std::move(symbol);
+    fn.address = address;
+    fn.file_offset = address;
+    std::size_t phnum = 0;
+    elf_getphdrnum(elf_.get(), &phnum);
+    for (std::size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(elf_.get(), static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
+      if (!(ph.p_flags & PF_X)) continue;
+      if (address >= ph.p_vaddr && address < ph.p_vaddr + ph.p_memsz) {
+        fn.file_offset = address - ph.p_vaddr + ph.p_offset;
         break;
       }
     }
+    return fn;
   }
+
+ private:
+  std::string path_;
+  Fd fd_;
+  std::unique_ptr<Elf, ElfCloser> elf_;
+};
+
+// malloc of malloc@@GLIBC_2.2.5: the name a user writes.
+std::string_view unversioned(std::string_view name) {
+  return name.substr(0, name.find('@'));
+}
+
+}  // namespace
+
+ElfFunction find_elf_function(const std::string& path, const std::string& symbol) {
+  const ElfFile elf(path);
+  std::optional<std::uint64_t> found;
+  std::vector<std::string> names;  // for "did you mean", when it is not there
+  const bool has_symtab = elf.functions([&](std::string_view name, const GElf_Sym& sym) {
+    // Versioned names: malloc@@GLIBC_2.2.5 matches malloc.
+    if (unversioned(name) == symbol) {
+      found = sym.st_value;
+      return false;
+    }
+    names.emplace_back(unversioned(name));
+    return true;
+  });
   if (!found) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    const std::string close = did_you_mean(closest_matches(symbol, names));
     throw UserError("symbol '" + symbol + "' not found in " + path +
                         (has_symtab ? ""
                                     : " (the file is stripped: it has no .symtab, only "
                                       "exported .dynsym symbols)"),
-                    has_symtab ? "list its functions with: nm " + path
-                               : "use an unstripped build or its debug symbols, or an exported "
-                                 "function (nm -D " +
-                                     path + ")");
+                    close + (has_symtab ? "list its functions with: nm " + path
+                                        : "use an unstripped build or its debug symbols, "
+                                          "or an exported function (nm -D " +
+                                              path + ")"));
   }
-  ElfFunction fn;
-  fn.path = path;
-  fn.symbol = symbol;
-  fn.address = found->st_value;
-  fn.file_offset = found->st_value;
-  std::size_t phnum = 0;
-  elf_getphdrnum(elf.get(), &phnum);
-  for (std::size_t i = 0; i < phnum; ++i) {
-    GElf_Phdr ph;
-    if (!gelf_getphdr(elf.get(), static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
-    if (!(ph.p_flags & PF_X)) continue;
-    if (fn.address >= ph.p_vaddr && fn.address < ph.p_vaddr + ph.p_memsz) {
-      fn.file_offset = fn.address - ph.p_vaddr + ph.p_offset;
-      break;
-    }
-  }
-  return fn;
+  return elf.function(symbol, *found);
+}
+
+std::vector<ElfFunction> elf_functions(const std::string& path) {
+  const ElfFile elf(path);
+  std::vector<ElfFunction> out;
+  std::set<std::string> seen;
+  elf.functions([&](std::string_view name, const GElf_Sym& sym) {
+    std::string plain(unversioned(name));
+    if (seen.insert(plain).second) out.push_back(elf.function(std::move(plain), sym.st_value));
+    return true;
+  });
+  std::sort(out.begin(), out.end(),
+            [](const ElfFunction& a, const ElfFunction& b) { return a.symbol < b.symbol; });
+  return out;
 }
 
 }  // namespace pmcprof

@@ -47,6 +47,14 @@ std::string denied_kernel_function(const std::string& symbol) {
 
 namespace {
 
+// The syscalls with tracepoints here: NAME of each syscalls:sys_enter_NAME.
+std::vector<std::string> syscall_names(const std::string& tracefs) {
+  std::vector<std::string> out;
+  for (const auto& e : tracepoint_names(tracefs, "syscalls"))
+    if (starts_with(e, "sys_enter_")) out.push_back(e.substr(std::strlen("sys_enter_")));
+  return out;
+}
+
 // --by argN: the key spec of each start point, in slots.
 class KeySlots {
  public:
@@ -192,13 +200,30 @@ struct SiteResolver {
     return tracefs;
   }
 
-  std::string check_tracepoint(const std::string& category, const std::string& event,
-                               const std::string& what) {
-    std::string dir = tracefs_dir() + "/events/" + category + "/" + event;
-    if (!std::filesystem::exists(dir))
-      throw UserError("unknown " + what + ": no tracepoint " + dir,
-                      "list them with: ls " + tracefs_dir() + "/events/" + category);
-    return dir;
+  // Throws, with the closest tracepoints of its category as the hint, when CATEGORY:EVENT is
+  // not a tracepoint here.
+  void check_tracepoint(const std::string& category, const std::string& event,
+                        const std::string& what) {
+    const std::string dir = tracefs_dir() + "/events/" + category;
+    if (std::filesystem::exists(dir + "/" + event)) return;
+    std::vector<std::string> close;
+    for (const auto& c : closest_matches(event, tracepoint_names(tracefs_dir(), category)))
+      close.push_back("tracepoint:" + category + ":" + c);
+    throw UserError("unknown " + what + ": no tracepoint " + dir + "/" + event,
+                    did_you_mean(close) + "list them with: ls " + dir);
+  }
+
+  // The same for syscall:NAME (its sys_enter_NAME, and sys_exit_NAME for a return), the
+  // closest syscalls as the hint.
+  void check_syscall(const std::string& name, bool at_return) {
+    const std::string dir = tracefs_dir() + "/events/syscalls";
+    const std::string event = (at_return ? "sys_exit_" : "sys_enter_") + name;
+    if (std::filesystem::exists(dir + "/" + event)) return;
+    std::vector<std::string> close;
+    for (const auto& c : closest_matches(name, syscall_names(tracefs_dir())))
+      close.push_back("syscall:" + c);
+    throw UserError("unknown syscall " + quote(name) + ": no tracepoint " + dir + "/" + event,
+                    did_you_mean(close) + "list them with: ls " + dir);
   }
 
   // One point: where its program attaches, and (keys set) its arguments.
@@ -266,8 +291,10 @@ struct SiteResolver {
         const bool syscall = t.kind == FuncTarget::Kind::syscall;
         s.category = syscall ? "syscalls" : t.category;
         s.event = syscall ? (t.at_return ? "sys_exit_" : "sys_enter_") + t.name : t.name;
-        check_tracepoint(s.category, s.event,
-                         syscall ? "syscall '" + t.name + "'" : "tracepoint " + what);
+        if (syscall)
+          check_syscall(t.name, t.at_return);
+        else
+          check_tracepoint(s.category, s.event, "tracepoint " + what);
         if (t.at_return) no_args_here("is a return, where the arguments are gone");
         ProbeSite::Location l;
         if (keys && keys->wanted())
@@ -467,8 +494,7 @@ ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
       }
       case FuncTarget::Kind::syscall: {
         p.backend = ProbeBackend::tracepoint;
-        sites.check_tracepoint("syscalls", "sys_enter_" + p.target.name,
-                               "syscall '" + p.target.name + "'");
+        sites.check_syscall(p.target.name, /*at_return=*/false);
         if (keys.wanted())
           p.key_slot = keys.add(tracepoint_key_spec(key_args, sites.tracefs_dir(), "syscalls",
                                                     "sys_enter_" + p.target.name, what));

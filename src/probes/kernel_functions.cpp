@@ -3,11 +3,13 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "pmcprof/platform/capabilities.hpp"
 #include "pmcprof/platform/libbpf_support.hpp"
 #include "pmcprof/platform/system.hpp"
+#include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
@@ -24,10 +26,24 @@ bool kallsyms_has_function(const std::string& text, const std::string& name) {
   return false;
 }
 
+std::vector<std::string> kallsyms_functions(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line, addr, type, sym;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    if (!(fields >> addr >> type >> sym)) continue;
+    if (type == "t" || type == "T" || type == "w" || type == "W") out.push_back(sym);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 KernelFuncInfo lookup_kernel_function(const std::string& name) {
   KernelFuncInfo info;
-  if (auto kallsyms = read_file("/proc/kallsyms"))
-    info.in_kallsyms = kallsyms_has_function(*kallsyms, name);
+  const auto kallsyms = read_file("/proc/kallsyms");
+  if (kallsyms) info.in_kallsyms = kallsyms_has_function(*kallsyms, name);
   {
     LibbpfQuiet quiet;
     if (btf* vmlinux = btf__load_vmlinux_btf()) {
@@ -35,6 +51,8 @@ KernelFuncInfo lookup_kernel_function(const std::string& name) {
       btf__free(vmlinux);
     }
   }
+  if (kallsyms && !info.in_kallsyms && !info.in_btf)
+    info.close_names = closest_matches(name, kallsyms_functions(*kallsyms));
   // ftrace's list of attachable functions: one missing from it is notrace (fentry cannot
   // attach, and kprobes cannot either on kernels without CONFIG_KPROBE_EVENTS_ON_NOTRACE).
   for (const char* path : {"/sys/kernel/tracing/available_filter_functions",

@@ -343,10 +343,11 @@ ProbeBackend choose_kernel_backend(const std::string& func, BackendRequest reque
       "probe a syscall (--func syscall:NAME) or a user function (--func /path/bin:SYMBOL); "
       "'pmcprof doctor' shows what this kernel allows";
   if (!info.in_kallsyms && !info.in_btf)
-    throw UserError("unknown kernel function '" + func +
-                        "': not in /proc/kallsyms nor in vmlinux BTF (misspelled, not built in, "
-                        "or inlined by the compiler)",
-                    "grep the name in /proc/kallsyms, or " + alternatives);
+    throw UserError(
+        "unknown kernel function '" + func +
+            "': not in /proc/kallsyms nor in vmlinux BTF (misspelled, not built in, "
+            "or inlined by the compiler)",
+        did_you_mean(info.close_names) + "grep the name in /proc/kallsyms, or " + alternatives);
   if (!support.fentry && !support.kprobe)
     throw UserError("cannot probe kernel function '" + func + "' on this kernel: kprobes: " +
                         support.kprobe_why + "; fentry: " + support.fentry_why,

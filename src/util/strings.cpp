@@ -77,9 +77,14 @@ std::vector<std::string> closest_matches(std::string_view word,
   const std::string lw = to_lower(word);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& c : candidates) {
-    std::size_t d = edit_distance(word, c);
     const std::string lc = to_lower(c);
     bool prefix = lw.size() >= 3 && starts_with(lc, lw);
+    // The distance is at least the difference in length: most of a long list (a kernel's
+    // 100,000 functions) is skipped without computing it.
+    const std::size_t gap =
+        c.size() > word.size() ? c.size() - word.size() : word.size() - c.size();
+    if (gap > limit && !prefix) continue;
+    std::size_t d = edit_distance(word, c);
     if (d <= limit || prefix) scored.emplace_back(prefix ? std::min(d, limit) : d, c);
   }
   std::stable_sort(scored.begin(), scored.end(),
@@ -91,6 +96,13 @@ std::vector<std::string> closest_matches(std::string_view word,
     if (out.size() == max) break;
   }
   return out;
+}
+
+std::string did_you_mean(const std::vector<std::string>& close) {
+  if (close.empty()) return {};
+  std::vector<std::string> quoted;
+  for (const auto& c : close) quoted.push_back(quote(c));
+  return "did you mean " + join(quoted, ", ") + "? ";
 }
 
 bool parse_u64(std::string_view s, unsigned long long& out) {

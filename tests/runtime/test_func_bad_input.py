@@ -8,7 +8,8 @@ Errors (assert_clean_error: a first stderr line 'pmcprof: ...', at most a 'HINT:
 - unknown kernel function: exit 129 (usage), "unknown kernel function";
 - binary not found; not an ELF (/etc/passwd:foo); symbol not in the binary (names it);
   stripped binary (objcopy --strip-all copy of func_workload, probe burn_cpu): says stripped;
-  unknown syscall; ':SYMBOL' without -p (mentions -p); -p of a PID that does not exist;
+  unknown syscall; a misspelled syscall, symbol or kernel function (the hint suggests the
+  closest names there are); ':SYMBOL' without -p (mentions -p); -p of a PID that does not exist;
   --aggregate bogus; --by pid with --aggregate kernel.
 - -p PID whose process dies while pmcprof starts: either pmcprof attached in time (exit 0 and
   a report) or one line that says the process is gone (not a kernel attach failure).
@@ -113,6 +114,16 @@ class ErrorTest(Base):
     def test_unknown_syscall(self):
         self.error(["--func", "syscall:pmcprof_no_such_syscall"], self.cmd,
                    mentions=[r"unknown syscall", r"pmcprof_no_such_syscall"])
+
+    def test_did_you_mean(self):
+        # As perf and git answer a misspelled command: the closest names, from what is there
+        # (the syscall tracepoints, the ELF's functions, the kernel's functions).
+        for target, close in (("syscall:reed", "syscall:read"),
+                              (f"{self.wl}:burn_cpv", "burn_cpu"),
+                              ("vfs_raed", "vfs_read"), ("kernel:tcp_sendmsgg", "tcp_sendmsg")):
+            proc = self.error(["--func", target], self.cmd)
+            hint = proc.stderr.strip().splitlines()[-1]
+            self.assertRegex(hint, rf"^HINT: did you mean [^?]*'{close}'", target)
 
     def test_symbol_without_pid(self):
         self.error(["--func", ":burn_cpu"], self.cmd, mentions=[r"-p"])

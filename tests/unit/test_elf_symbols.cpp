@@ -324,6 +324,30 @@ TEST(ElfSymbols, MissingSymbolNamesIt) {
   }
 }
 
+TEST(ElfSymbols, MissingSymbolSuggestsTheClosest) {
+  try {
+    find_elf_function(self_exe(), "pmcprof_test_elf_probe_targte");
+    ADD_FAILURE() << "found a function that does not exist";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.hint().rfind("did you mean 'pmcprof_test_elf_probe_target'", 0), 0u) << e.hint();
+  }
+}
+
+TEST(ElfSymbols, ListsEveryFunctionOnce) {
+  const auto all = elf_functions(self_exe());
+  ASSERT_FALSE(all.empty());
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end(),
+                             [](const auto& a, const auto& b) { return a.symbol < b.symbol; }));
+  const auto it = std::find_if(all.begin(), all.end(), [](const ElfFunction& f) {
+    return f.symbol == "pmcprof_test_elf_probe_target";
+  });
+  ASSERT_NE(it, all.end());
+  const ElfFunction one = find_elf_function(self_exe(), "pmcprof_test_elf_probe_target");
+  EXPECT_EQ(it->file_offset, one.file_offset);
+  EXPECT_EQ(it->path, one.path);
+  for (std::size_t i = 1; i < all.size(); ++i) EXPECT_NE(all[i - 1].symbol, all[i].symbol);
+}
+
 TEST(ElfSymbols, SymbolPrefixIsNotAMatch) {
   // "pmcprof_test_elf_probe" is a prefix of the real symbol: not the same function.
   EXPECT_THROW(find_elf_function(self_exe(), "pmcprof_test_elf_probe"), UserError);
@@ -438,6 +462,18 @@ TEST(Kallsyms, GlobalAndLocalText) {
   EXPECT_TRUE(kallsyms_has_function(kKallsyms, "tcp_sendmsg"));
   EXPECT_TRUE(kallsyms_has_function(kKallsyms, "tcp_push_one_local"));
   EXPECT_TRUE(kallsyms_has_function(kKallsyms, "_stext"));
+}
+
+TEST(Kallsyms, FunctionsAreTheTextSymbolsOnceEach) {
+  const std::string text =
+      "ffffffff81000000 T _stext\n"
+      "ffffffff81001000 t vfs_read\n"
+      "ffffffff81002000 D jiffies\n"
+      "ffffffff81003000 W page_is_ram\n"
+      "ffffffffc0000000 t vfs_read\t[ext4]\n"
+      "ffffffffc0001000 T ext4_sync_file\t[ext4]\n";
+  EXPECT_EQ(kallsyms_functions(text),
+            (std::vector<std::string>{"_stext", "ext4_sync_file", "page_is_ram", "vfs_read"}));
 }
 
 TEST(Kallsyms, DataSymbolsAreNotFunctions) {

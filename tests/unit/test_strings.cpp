@@ -73,6 +73,20 @@ TEST(Strings, ClosestMatchesPrefix) {
   EXPECT_EQ(m, (std::vector<std::string>{"instructions"}));
 }
 
+TEST(Strings, DidYouMeanQuotesEach) {
+  EXPECT_EQ(did_you_mean({}), "");
+  EXPECT_EQ(did_you_mean({"read", "readv"}), "did you mean 'read', 'readv'? ");
+  EXPECT_EQ(did_you_mean({"a\nb"}), "did you mean 'a\\x0Ab'? ");
+}
+
+TEST(Strings, ClosestMatchesSkipsFarLengthsButKeepsPrefixes) {
+  // Names much longer or shorter than the word are never close, unless the word starts them.
+  const std::vector<std::string> names = {"vfs_read", "vfs_readv", "vfs_read_iter_extra_long", "v"};
+  EXPECT_EQ(closest_matches("vfs_raed", names), (std::vector<std::string>{"vfs_read"}));
+  EXPECT_EQ(closest_matches("vfs_read_it", names, 5),
+            (std::vector<std::string>{"vfs_read", "vfs_readv", "vfs_read_iter_extra_long"}));
+}
+
 TEST(Strings, ClosestMatchesNothingClose) {
   EXPECT_TRUE(closest_matches("zzzzzz", {"cycles", "instructions"}).empty());
   EXPECT_TRUE(closest_matches("cycles", {}).empty());

@@ -368,6 +368,17 @@ TEST(ChooseKernelBackend, UnknownFunctionIsUsageError) {
   }
 }
 
+TEST(ChooseKernelBackend, UnknownFunctionSuggestsTheClosest) {
+  KernelFuncInfo i = info(false, false);
+  i.close_names = {"tcp_sendmsg", "tcp_sendpage"};
+  try {
+    choose_kernel_backend("tcp_sendmgs", BackendRequest::automatic, support(false, false), i);
+    ADD_FAILURE() << "no throw";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.hint().rfind("did you mean 'tcp_sendmsg', 'tcp_sendpage'? ", 0), 0u) << e.hint();
+  }
+}
+
 TEST(ChooseKernelBackend, NotTraceable) {
   KernelFuncInfo i = info(true, true);
   i.traceable = false;

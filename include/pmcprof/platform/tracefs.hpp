@@ -26,4 +26,9 @@ std::string ensure_tracefs_mounted();
 std::optional<std::uint64_t> read_tracepoint_id(const std::string& tracefs,
                                                 std::string_view category, std::string_view name);
 
+// The tracepoint categories of tracefs (its events/ directories: "sched", "syscalls", ...),
+// or the tracepoints of one category ("sched_switch", ...), sorted. Empty when unreadable.
+std::vector<std::string> tracepoint_categories(const std::string& tracefs);
+std::vector<std::string> tracepoint_names(const std::string& tracefs, std::string_view category);
+
 }  // namespace pmcprof

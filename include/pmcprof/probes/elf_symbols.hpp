@@ -25,8 +25,12 @@ std::string resolve_binary(const std::string& binary, std::optional<pid_t> pid);
 
 // Finds a function symbol (STT_FUNC / STT_GNU_IFUNC) in .symtab or .dynsym and computes its
 // file offset. Throws UserError: file missing, not an ELF, symbol absent (saying whether the
-// file is stripped of .symtab).
+// file is stripped of .symtab, with the closest function names as the hint).
 ElfFunction find_elf_function(const std::string& path, const std::string& symbol);
+
+// Every function of an ELF file, once per name (without its @VERSION), sorted by name; what
+// find_elf_function would find for each. Throws UserError as find_elf_function does.
+std::vector<ElfFunction> elf_functions(const std::string& path);
 
 // How ld.so's cache and Debian's multiarch layout name one architecture's libraries.
 struct LibraryArch {

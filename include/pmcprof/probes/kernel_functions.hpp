@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "pmcprof/probes/target_spec.hpp"
 
@@ -11,6 +12,9 @@ KernelFuncInfo lookup_kernel_function(const std::string& name);
 
 // True when `name` is a text symbol in kallsyms-format text ("ffff... T name [module]").
 bool kallsyms_has_function(const std::string& kallsyms_text, const std::string& name);
+
+// The text symbols of kallsyms-format text, once each, sorted.
+std::vector<std::string> kallsyms_functions(const std::string& kallsyms_text);
 
 // What this kernel allows for kernel-function probes, from the doctor probes.
 KernelProbeSupport probe_kernel_probe_support(BackendRequest request);

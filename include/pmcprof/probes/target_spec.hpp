@@ -112,6 +112,8 @@ struct KernelFuncInfo {
   bool in_btf = false;       // a FUNC in vmlinux BTF (fentry needs it)
   bool traceable = true;     // not in the kprobe blacklist / listed in available_filter_functions
   std::string not_traceable_why;
+  // Neither in kallsyms nor in BTF: the closest function names of kallsyms ("did you mean").
+  std::vector<std::string> close_names;
 };
 
 // The backend for a kernel function: fentry when allowed and the function has BTF, else

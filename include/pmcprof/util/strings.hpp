@@ -21,6 +21,10 @@ std::vector<std::string> closest_matches(std::string_view word,
                                          const std::vector<std::string>& candidates,
                                          std::size_t max = 3);
 
+// "did you mean 'a', 'b'? " (each escaped as quote() does), or "" when `close` is empty: the
+// start of a HINT line.
+std::string did_you_mean(const std::vector<std::string>& close);
+
 // Parses a whole decimal unsigned integer; false on junk, sign, or overflow.
 bool parse_u64(std::string_view s, unsigned long long& out);
 
