@@ -247,6 +247,8 @@ def text_label(line):
     s = re.sub(r"(\d|\b(?:ns|us|ms|s))\*(?=\s|$)", r"\1", s)
     # a histogram's bar is its count drawn
     s = re.sub(r"\|[*#@= ]*\|", "|bar|", s)
+    # the checkout the example ran from (doctor's uprobe check names its own binary's path)
+    s = re.sub(r"(?<!\S)/\S*/build/", "BUILD/", s)
     s = VALUE_WORDS.sub("#", s)
     s = NUMBER.sub("#", s)
     out, prev_value = [], False
