@@ -185,7 +185,7 @@ int run_serve_command(const ServeOptions& opts) {
     run_function_mode(plan, nullptr);
     return kExitOk;
   }
-  CountingPlan plan = make_counting_plan(stat, std::move(groups));
+  CountingPlan plan = make_counting_plan(stat, groups, {});
   plan.readers.push_back(feed.reader());
   plan.on_live = [&](LiveFeed::Source live) { feed.set_source(std::move(live)); };
   run_counting(plan, nullptr);

@@ -11,6 +11,7 @@
 #include "pmcprof/cli/choices.hpp"
 #include "pmcprof/cli/stat_options.hpp"
 #include "pmcprof/counters/cgroups.hpp"
+#include "pmcprof/events/core_pmu_events.hpp"
 #include "pmcprof/events/metric_binding.hpp"
 #include "pmcprof/events/metric_table.hpp"
 #include "pmcprof/events/sysfs_pmu.hpp"
@@ -151,9 +152,9 @@ AggrMode aggregation_of(const StatOptions& opts) {
   return AggrMode::global;
 }
 
-CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups) {
+CountingPlan make_counting_plan(const StatOptions& opts, const std::vector<ResolvedGroup>& groups,
+                                const std::vector<MetricRequest>& metrics) {
   CountingPlan plan;
-  plan.groups = std::move(groups);
   plan.command = opts.command;
   plan.aggr = aggregation_of(opts);
   plan.verbose = opts.verbose;
@@ -184,6 +185,13 @@ CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGro
   }
   if (plan.pid) require_task(*plan.pid, false);
   if (plan.tid) require_task(*plan.tid, true);
+  // A heterogeneous machine: one event (and group) per core PMU of the CPUs counted.
+  CorePmuSplit split =
+      split_per_core_pmu(groups, plan.system_wide ? plan.cpus : std::vector<int>{});
+  plan.groups = std::move(split.groups);
+  for (const auto& req : metrics)
+    for (std::size_t g = 0; g < split.origin.size(); ++g)
+      if (split.origin[g] == req.group) plan.metrics.push_back({req.metric, g});
   return plan;
 }
 
@@ -425,6 +433,7 @@ std::vector<std::string> metric_names(const StatOptions& opts) {
 
 FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups,
                                 const EventResolver& resolver) {
+  require_every_core_pmu(groups);
   FunctionPlan plan;
   plan.metrics = bind_metrics(groups, select_metrics(metric_names(opts), resolver), resolver,
                               !opts.metric_no_group);
@@ -561,8 +570,7 @@ int run_stat_command(const StatOptions& given) {
   }
   std::vector<MetricRequest> metrics;
   auto specs = counting_events(opts, resolver, metrics);
-  CountingPlan plan = make_counting_plan(opts, resolver.resolve(specs));
-  plan.metrics = std::move(metrics);
+  CountingPlan plan = make_counting_plan(opts, resolver.resolve(specs), metrics);
 
   ReportSink sink(opts.output, /*header=*/!opts.json);
   auto renderer = make_renderer(render_options(opts), sink.stream());

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "pmcprof/events/core_pmu_events.hpp"
 #include "pmcprof/platform/perf_event.hpp"
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/util/error.hpp"
@@ -74,12 +75,18 @@ CounterSet CounterSet::open(const std::vector<ResolvedGroup>& groups, const Coun
     const bool together = groups[g].grouped || groups[g].events.size() == 1;
     Group group;
     for (const auto& ev : groups[g].events) {
+      // With cpu -1 the kernel opens an event on one PMU: an event of several core PMUs is
+      // split per PMU before it counts a task (a programming error otherwise).
+      if (!target.system_wide_target() && ev.core_pmus.size() > 1)
+        throw SystemError("internal: " + ev.display_name() +
+                          " spans several core PMUs and must be split per PMU to count a task");
       group.members.push_back(set.events_.size());
       Event e;
       e.event = ev;
       e.group = g;
       e.fds.resize(instances);
       e.ids.resize(instances);
+      e.placed.assign(instances, true);
       set.events_.push_back(std::move(e));
       if (!together) {
         group.leader_per_instance.assign(instances, -1);
@@ -136,9 +143,17 @@ int CounterSet::open_event(Event& e, std::size_t instance, int group_fd, bool le
   const bool cgroup = per_cpu && target_.cgroup_fd >= 0;
   const pid_t pid = cgroup ? target_.cgroup_fd : per_cpu ? -1 : target_.threads[instance];
   const unsigned long flags = cgroup ? PERF_FLAG_PID_CGROUP : 0;
-  perf_event_attr attr = e.event.attr;
+  perf_event_attr attr = attr_on_cpu(e.event, cpu);
   prepare_counter_attr(attr, leader, target_);
   int fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
+  // A hardware event with a core PMU's type in config[63:32] needs a kernel whose PMU takes
+  // the extended type (Arm: 6.6); before, ENOENT. On a CPU, the plain event goes to the PMU
+  // that covers that CPU, which is the one meant (it is opened on its CPUs only).
+  if (fd == -ENOENT && per_cpu && (attr.config >> PERF_PMU_TYPE_SHIFT) != 0 &&
+      (attr.type == PERF_TYPE_HARDWARE || attr.type == PERF_TYPE_HW_CACHE)) {
+    attr.config = generic_config(attr);
+    fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags);
+  }
   // :P asks for the highest precise level the PMU takes: step down until one opens.
   while (fd < 0 && e.event.spec.modifiers.precise_max && attr.precise_ip > 0 &&
          classify_open_errno(-fd) == OpenFailure::not_supported) {
@@ -154,6 +169,7 @@ int CounterSet::open_event(Event& e, std::size_t instance, int group_fd, bool le
     if (fd >= 0) {
       e.event.attr.exclude_kernel = e.event.attr.exclude_hv = 1;
       e.event.spec.text += e.event.spec.modifiers.empty() ? ":u" : "u";
+      e.event.spec.modifiers.text += "u";  // cpu_core/cycles/u for an event split per PMU
     }
   }
   return fd;
@@ -193,6 +209,12 @@ void CounterSet::record_failure(Event& e, int err, bool leader, std::size_t grou
 
 bool CounterSet::open_group_on(std::size_t g, std::size_t instance, Fallback fallback) {
   Group& group = groups_[g];
+  // A group counts where its leader's core PMU does (its members are of the same PMU, or of
+  // none: software events); elsewhere it is not opened at all.
+  const int cpu = target_.kind == CounterTarget::Kind::cpus ? target_.cpus[instance] : -1;
+  const bool here = counts_on_cpu(events_[group.members.front()].event, cpu);
+  for (std::size_t idx : group.members) events_[idx].placed[instance] = here;
+  if (!here) return true;
   for (std::size_t idx : group.members) {
     Event& e = events_[idx];
     const int leader = group.leader_per_instance[instance];

@@ -6,8 +6,10 @@
 #include <linux/perf_event.h>
 #include <perfmon/pfmlib_perf_event.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "pmcprof/events/core_pmu_events.hpp"
 #include "pmcprof/events/event_catalog.hpp"
 #include "pmcprof/events/sysfs_pmu.hpp"
 #include "pmcprof/platform/tracefs.hpp"
@@ -26,14 +28,23 @@ PfmLibrary::~PfmLibrary() {
   pfm_terminate();
 }
 
+std::string ResolvedEvent::display_name() const {
+  const std::string& event = name.empty() ? spec.name : name;
+  if (split_from && core_pmus.size() == 1)
+    return core_pmus.front().name + "/" + event + "/" + spec.modifiers.text;
+  return name.empty() ? spec.text : name;
+}
+
 bool ResolvedEvent::is_clock() const {
   return attr.type == PERF_TYPE_SOFTWARE &&
          (attr.config == PERF_COUNT_SW_CPU_CLOCK || attr.config == PERF_COUNT_SW_TASK_CLOCK);
 }
 
 bool ResolvedEvent::counts_instructions_or_cycles() const {
-  if (attr.type == PERF_TYPE_HARDWARE)
-    return attr.config == PERF_COUNT_HW_INSTRUCTIONS || attr.config == PERF_COUNT_HW_CPU_CYCLES;
+  if (attr.type == PERF_TYPE_HARDWARE) {
+    const auto config = generic_config(attr);  // whichever core PMU counts it
+    return config == PERF_COUNT_HW_INSTRUCTIONS || config == PERF_COUNT_HW_CPU_CYCLES;
+  }
   std::string name = canonical;
   for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   for (const char* known : {"INST_RETIRED", "INSTRUCTIONS_RETIRED", "INSTRUCTION_RETIRED",
@@ -86,11 +97,52 @@ bool tracepoint_syntax(const std::string& name) {
 
 }  // namespace
 
+EventResolver::EventResolver(const PfmLibrary& pfm, EventSources sources)
+    : pfm_(pfm),
+      sources_(std::move(sources)),
+      core_pmus_(discover_core_pmus(sources_.sysfs_pmus)) {}
+
 ResolvedEvent EventResolver::resolve(const EventSpec& spec) const {
-  if (spec.slashed) return resolve_slashed(spec);
-  if (auto tp = resolve_tracepoint(spec)) return *tp;
-  if (!spec.modifier_error.empty()) throw UserError(spec.modifier_error, spec.modifier_hint);
-  return resolve_libpfm(spec);
+  ResolvedEvent ev = [&] {
+    if (spec.slashed) return resolve_slashed(spec);
+    if (auto tp = resolve_tracepoint(spec)) return *tp;
+    if (!spec.modifier_error.empty()) throw UserError(spec.modifier_error, spec.modifier_hint);
+    return resolve_libpfm(spec);
+  }();
+  bind_core_pmus(ev, core_pmus_);
+  return ev;
+}
+
+// PMU/event/ with one of perf's legacy names on a core PMU (cpu_atom/cycles/,
+// cpu_core/LLC-load-misses/u), when the PMU has no sysfs event of that name: the hardware or
+// cache event, on a heterogeneous machine with the PMU's type in config[63:32] (on a machine
+// with one core PMU the kernel counts it there anyway). A name= term may follow.
+std::optional<ResolvedEvent> EventResolver::resolve_core_legacy(const EventSpec& spec) const {
+  const auto pmu = std::find_if(core_pmus_.begin(), core_pmus_.end(),
+                                [&](const CorePmu& p) { return p.name == spec.name; });
+  if (pmu == core_pmus_.end() || spec.terms.empty() || spec.terms.front().value)
+    return std::nullopt;
+  const std::string& word = spec.terms.front().key;
+  for (std::size_t k = 1; k < spec.terms.size(); ++k)
+    if (spec.terms[k].key != "name" || !spec.terms[k].value) return std::nullopt;
+  for (const auto& named : sysfs_pmu_events(spec.name, sources_.sysfs_pmus))
+    if (named == word) return std::nullopt;  // the PMU's own event of that name wins, as in perf
+  EventSpec legacy = parse_event(word);
+  if (legacy.name != word) return std::nullopt;  // "cycles:u" inside the slashes: not a name
+  legacy.modifiers = spec.modifiers;
+  ResolvedEvent ev;
+  try {
+    ev = resolve_libpfm(legacy);
+  } catch (const UserError&) {
+    return std::nullopt;  // not a legacy name: sysfs says what the PMU has
+  }
+  if (ev.attr.type != PERF_TYPE_HARDWARE && ev.attr.type != PERF_TYPE_HW_CACHE) return std::nullopt;
+  ev.spec = spec;
+  ev.pmu = pmu->name;
+  ev.canonical = spec.text;
+  for (std::size_t k = 1; k < spec.terms.size(); ++k) ev.name = *spec.terms[k].value;
+  if (heterogeneous(core_pmus_)) ev.attr = attr_on_core_pmu(ev.attr, *pmu);
+  return ev;
 }
 
 std::optional<ResolvedEvent> EventResolver::resolve_tracepoint(const EventSpec& spec) const {
@@ -135,6 +187,7 @@ ResolvedEvent EventResolver::resolve_slashed(const EventSpec& spec) const {
     }
     return ev;
   }
+  if (auto legacy = resolve_core_legacy(spec)) return *legacy;
   SysfsEncoding enc = encode_sysfs_event(spec.name, spec.terms, spec.text, sources_.sysfs_pmus);
   ev.spec = spec;
   ev.pmu = spec.name;
@@ -195,12 +248,15 @@ ResolvedEvent EventResolver::resolve_libpfm(const EventSpec& spec) const {
 
 std::vector<ResolvedGroup> EventResolver::resolve(const std::vector<EventGroupSpec>& groups) const {
   std::vector<ResolvedGroup> out;
+  std::size_t first = 0;  // flat index of the group's first event
   for (const auto& g : groups) {
     ResolvedGroup rg;
     rg.grouped = g.grouped;
     rg.weak = g.weak;
     rg.metric = g.metric;
     for (const auto& e : g.events) rg.events.push_back(resolve(e));
+    bind_group_core_pmus(rg, first);
+    first += rg.events.size();
     out.push_back(std::move(rg));
   }
   return out;

@@ -22,6 +22,8 @@
 #include <sstream>
 
 #include "doctor_fentry.skel.h"
+#include "pmcprof/platform/core_pmus.hpp"
+#include "pmcprof/platform/cpu_list.hpp"
 #include "pmcprof/platform/libbpf_support.hpp"
 #include "pmcprof/platform/mountinfo.hpp"
 #include "pmcprof/platform/perf_event.hpp"
@@ -141,15 +143,16 @@ std::optional<std::uint32_t> dynamic_pmu_type(const std::string& pmu) {
   return static_cast<std::uint32_t>(type);
 }
 
-// Core PMUs: "cpu" (x86), "cpu_core"/"cpu_atom" (hybrid x86), "armv8_pmuv3*" (arm64), or any PMU
-// advertising caps/pmu_name. Each is named with its pmu_name when it has one: "cpu (skylake)".
+// The core PMUs, each named with its model when sysfs gives one and with its CPUs on a
+// heterogeneous machine: "cpu (skylake)", "cpu_core (alderlake_hybrid; CPUs 0-7)".
 std::vector<std::string> core_pmus() {
   std::vector<std::string> out;
-  for (const auto& name : event_source_pmus()) {
-    auto pmu_name = read_file(std::string(kEventSourceDir) + "/" + name + "/caps/pmu_name");
-    bool core = name == "cpu" || starts_with(name, "cpu_") || starts_with(name, "armv") || pmu_name;
-    if (!core) continue;
-    out.push_back(pmu_name ? name + " (" + std::string(trim(*pmu_name)) + ")" : name);
+  const auto pmus = discover_core_pmus(kEventSourceDir);
+  for (const auto& pmu : pmus) {
+    std::vector<std::string> notes;
+    if (!pmu.model.empty()) notes.push_back(pmu.model);
+    if (heterogeneous(pmus)) notes.push_back("CPUs " + format_cpu_list(pmu.cpus));
+    out.push_back(notes.empty() ? pmu.name : pmu.name + " (" + join(notes, "; ") + ")");
   }
   return out;
 }

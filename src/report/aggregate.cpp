@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "pmcprof/util/error.hpp"
 
 namespace pmcprof {
 
-CounterRow make_row(const EventSeries& s, const std::vector<RawCount>& counts) {
+CounterRow make_row(const EventSeries& s, const std::vector<RawCount>& counts,
+                    const std::vector<std::uint64_t>& scale_running) {
   CounterRow row;
   row.event = s.event;
   row.kind = s.kind;
+  row.pmu = s.pmu;
   row.unit = s.unit;
   row.group = s.group;
   if (!s.supported) {
@@ -21,8 +24,12 @@ CounterRow make_row(const EventSeries& s, const std::vector<RawCount>& counts) {
     return row;
   }
   bool counted = false;
-  for (const auto& c : counts) {
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const RawCount& c = counts[i];
     ScaledCount sc = scale(c);
+    // A split event's siblings ran while this one could not (see EventSeries::scale_running).
+    if (sc.counted && i < scale_running.size() && scale_running[i] >= c.running)
+      sc.value = scale_value(c.value, c.enabled, scale_running[i]);
     row.raw_value += c.value;
     row.enabled_ns += c.enabled;
     row.running_ns += c.running;
@@ -38,12 +45,18 @@ CounterRow make_row(const EventSeries& s, const std::vector<RawCount>& counts) {
 
 namespace {
 
+// The scale_running of instance i of `s`, as make_row takes it: none, or that one.
+std::vector<std::uint64_t> scale_running_of(const EventSeries& s, std::size_t i) {
+  if (i >= s.scale_running.size()) return {};
+  return {s.scale_running[i]};
+}
+
 // -A: each event across CPUs (perf's order).
 std::vector<CounterRow> per_cpu_rows(const std::vector<EventSeries>& series) {
   std::vector<CounterRow> rows;
   for (const auto& s : series) {
     for (std::size_t i = 0; i < s.instance_ids.size() && i < s.counts.size(); ++i) {
-      CounterRow row = make_row(s, {s.counts[i]});
+      CounterRow row = make_row(s, {s.counts[i]}, scale_running_of(s, i));
       row.cpu = s.instance_ids[i];
       rows.push_back(std::move(row));
     }
@@ -63,27 +76,39 @@ AggrId aggregate_of(AggrMode mode, const CpuPlace& p) {
   return id;
 }
 
-// --per-core/-die/-socket/-node: each aggregate (sorted), every event in it.
+// --per-core/-die/-socket/-node: each aggregate (sorted), every event in it. An aggregate's
+// "cpus" are all its CPUs counted; an event of a core PMU sums the CPUs of its PMU in it and
+// has no row in an aggregate without any (a core of the other kind).
 std::vector<CounterRow> per_place_rows(const std::vector<EventSeries>& series,
                                        const Aggregation& how) {
+  using Key = std::tuple<int, int, int, int>;
   auto key = [](const AggrId& a) { return std::tuple(a.node, a.socket, a.die, a.core); };
-  std::map<std::tuple<int, int, int, int>, std::pair<AggrId, std::vector<std::size_t>>> places;
-  const auto& ids = series.empty() ? std::vector<int>{} : series.front().instance_ids;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    auto it = how.topology.find(ids[i]);
-    AggrId id = aggregate_of(how.mode, it == how.topology.end() ? CpuPlace{} : it->second);
-    auto& place = places[key(id)];
-    place.first = id;
-    place.second.push_back(i);
+  auto place_of = [&](int cpu) {
+    auto it = how.topology.find(cpu);
+    return aggregate_of(how.mode, it == how.topology.end() ? CpuPlace{} : it->second);
+  };
+  std::map<Key, std::pair<AggrId, std::set<int>>> places;
+  for (const auto& s : series) {
+    for (int cpu : s.instance_ids) {
+      AggrId id = place_of(cpu);
+      auto& place = places[key(id)];
+      place.first = id;
+      place.second.insert(cpu);
+    }
   }
   std::vector<CounterRow> rows;
   for (auto& [k, place] : places) {
     place.first.cpus = static_cast<int>(place.second.size());
     for (const auto& s : series) {
       std::vector<RawCount> counts;
-      for (std::size_t i : place.second)
-        if (i < s.counts.size()) counts.push_back(s.counts[i]);
-      CounterRow row = make_row(s, counts);
+      std::vector<std::uint64_t> running;
+      for (std::size_t i = 0; i < s.instance_ids.size() && i < s.counts.size(); ++i) {
+        if (key(place_of(s.instance_ids[i])) != k) continue;
+        counts.push_back(s.counts[i]);
+        if (i < s.scale_running.size()) running.push_back(s.scale_running[i]);
+      }
+      if (counts.empty() && !s.instance_ids.empty()) continue;
+      CounterRow row = make_row(s, counts, running);
       row.aggr = place.first;
       rows.push_back(std::move(row));
     }
@@ -98,7 +123,7 @@ std::vector<CounterRow> per_thread_rows(const std::vector<EventSeries>& series,
   for (const auto& s : series) {
     std::vector<CounterRow> threads;
     for (std::size_t i = 0; i < s.instance_ids.size() && i < s.counts.size(); ++i) {
-      CounterRow row = make_row(s, {s.counts[i]});
+      CounterRow row = make_row(s, {s.counts[i]}, scale_running_of(s, i));
       if (how.skip_zero_threads && (row.status != CounterStatus::ok || row.value == 0)) continue;
       AggrId id;
       id.tid = s.instance_ids[i];
@@ -132,7 +157,7 @@ std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series,
       return per_thread_rows(series, how);
   }
   std::vector<CounterRow> rows;
-  for (const auto& s : series) rows.push_back(make_row(s, s.counts));
+  for (const auto& s : series) rows.push_back(make_row(s, s.counts, s.scale_running));
   return rows;
 }
 

@@ -26,6 +26,7 @@ MetricValue value_in_scope(const CountingReport& r, const MetricRequest& req,
   std::size_t k = 0;
   for (const auto& row : r.counters) {
     if (row.group != req.group || !same_scope(row, scope) || k >= events.size()) continue;
+    if (k == 0) m.pmu = row.pmu;
     if (row.status == CounterStatus::ok)
       values[events[k]] = row.value;
     else

@@ -47,11 +47,23 @@ constexpr MissRatio kMissRatios[] = {
      "of all LL-cache accesses"},
 };
 
-// The counted row of `kind` in the scope of `near` (same CPU, aggregate and cgroup).
+// Whether `row` may stand beside `near` in a metric: of the same core PMU, or either of none.
+bool same_pmu(const CounterRow& row, const CounterRow& near) {
+  return row.pmu == near.pmu || row.pmu.empty() || near.pmu.empty();
+}
+
+// The counted row of `kind` in the scope of `near` (same CPU, aggregate and cgroup, same core
+// PMU): its own PMU's row first, so cpu_core's cycles take cpu_core's task-clock copy.
 const CounterRow* find(const CountingReport& r, EventKind kind, const CounterRow& near) {
-  for (const auto& row : r.counters)
-    if (row.kind == kind && same_scope(row, near) && row.status == CounterStatus::ok) return &row;
-  return nullptr;
+  const CounterRow* other = nullptr;
+  for (const auto& row : r.counters) {
+    if (!(row.kind == kind) || !same_scope(row, near) || row.status != CounterStatus::ok ||
+        !same_pmu(row, near))
+      continue;
+    if (row.pmu == near.pmu) return &row;
+    if (!other) other = &row;
+  }
+  return other;
 }
 
 std::optional<Metric> share(const CounterRow& part, const CounterRow* whole, const char* unit) {

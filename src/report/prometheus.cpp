@@ -129,6 +129,7 @@ class Exposition {
 void counting_metrics(Exposition& x, const CountingReport& r) {
   for (const auto& row : r.counters) {
     Labels labels{{"event", row.event}};
+    if (!row.pmu.empty()) labels.emplace_back("pmu", row.pmu);
     if (row.cpu) labels.emplace_back("cpu", std::to_string(*row.cpu));
     if (row.cgroup) labels.emplace_back("cgroup", *row.cgroup);
     x.add("pmcprof_event_supported", "gauge",

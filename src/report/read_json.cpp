@@ -221,6 +221,7 @@ CounterRow read_counter(const Ctx& c, const ojson& o, const std::string& path) {
   CounterRow row;
   row.event = str(c, o, path, "event");
   row.kind = c.kind(o, path, row.event);
+  row.pmu = str_or(c, o, path, "pmu");  // its core PMU: metrics pair rows of one
   row.group = u64_or(c, o, path, "group");
   read_scope(c, o, path, row);
   row.cgroup_removed = boolean_or(c, o, path, "cgroup_removed");
@@ -243,6 +244,7 @@ MetricValue read_metric_value(const Ctx& c, const ojson& o, const std::string& p
   MetricValue m;
   m.name = str(c, o, path, "name");
   m.unit = str_or(c, o, path, "unit");
+  m.pmu = str_or(c, o, path, "pmu");
   m.group = u64_or(c, o, path, "group");
   read_scope(c, o, path, m);
   m.value = opt_num(c, o, path, "value");

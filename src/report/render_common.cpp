@@ -69,15 +69,17 @@ std::vector<MetricColumn> metric_columns(const CountingReport& r) {
     if (!same_scope(row, *scopes.front())) continue;
     auto m = derive_metric(r, row);
     if (!m || !metric_only_unit(m->unit)) continue;
-    const std::string title = starts_with(m->unit, "of all") ? row.event + " " + m->unit : m->unit;
+    std::string title = starts_with(m->unit, "of all") ? row.event + " " + m->unit : m->unit;
+    if (!row.pmu.empty() && !starts_with(title, row.pmu + "/")) title = row.pmu + " " + title;
     bool seen = false;  // the same derived metric from -e's events and from a -M group's
     for (const auto& c : cols) seen |= c.title == title;
-    if (!seen) cols.push_back({title, metric_format(*m), row.kind, {}});
+    if (!seen) cols.push_back({title, metric_format(*m), row.kind, row.pmu, {}});
   }
   for (const auto& m : r.metrics) {
     bool seen = false;
-    for (const auto& c : cols) seen |= c.metric == m.name;
-    if (!seen) cols.push_back({m.name, "%8.2f", std::nullopt, m.name});
+    for (const auto& c : cols) seen |= c.metric == m.name && c.pmu == m.pmu;
+    const std::string title = m.pmu.empty() ? m.name : m.pmu + " " + m.name;
+    if (!seen) cols.push_back({title, "%8.2f", std::nullopt, m.pmu, m.name});
   }
   return cols;
 }
@@ -86,13 +88,13 @@ std::optional<double> metric_column_value(const CountingReport& r, const MetricC
                                           const CounterRow& scope) {
   if (c.event) {
     for (const auto& row : r.counters) {
-      if (!(row.kind == *c.event) || !same_scope(row, scope)) continue;
+      if (!(row.kind == *c.event) || row.pmu != c.pmu || !same_scope(row, scope)) continue;
       if (auto m = derive_metric(r, row)) return m->value;
     }
     return std::nullopt;
   }
   for (const auto& m : r.metrics)
-    if (m.name == c.metric && metric_in_scope(m, scope)) return m.value;
+    if (m.name == c.metric && m.pmu == c.pmu && metric_in_scope(m, scope)) return m.value;
   return std::nullopt;
 }
 

@@ -59,6 +59,7 @@ ojson counter_json(const CountingReport& report, const CounterRow& row) {
   // What the event is (perf_event_attr's type and config): derived metrics key on it, so a
   // saved report renders them again (pmcprof report).
   c["attr"] = {{"type", row.kind.type}, {"config", row.kind.config}};
+  if (!row.pmu.empty()) c["pmu"] = row.pmu;
   c["group"] = row.group;
   if (row.cpu) c["cpu"] = *row.cpu;
   if (row.aggr) c["aggregate"] = aggregate_json(report.aggr_mode, *row.aggr);
@@ -86,6 +87,7 @@ ojson counter_json(const CountingReport& report, const CounterRow& row) {
 ojson metric_json(const CountingReport& report, const MetricValue& m) {
   ojson j;
   j["name"] = m.name;
+  if (!m.pmu.empty()) j["pmu"] = m.pmu;
   j["group"] = m.group;
   if (m.cpu) j["cpu"] = *m.cpu;
   if (m.aggr) j["aggregate"] = aggregate_json(report.aggr_mode, *m.aggr);
@@ -109,6 +111,7 @@ std::vector<MetricValue> metric_only_values(const CountingReport& r) {
       if (!col.event) continue;
       MetricValue m;
       m.name = col.title;
+      m.pmu = col.pmu;
       m.value = metric_column_value(r, col, *scope);
       if (!m.value) m.why_not = "its events were not counted";
       m.cpu = scope->cpu;

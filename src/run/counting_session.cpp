@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "pmcprof/events/core_pmu_events.hpp"
 #include "pmcprof/platform/cpu_topology.hpp"
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/report/aggregate.hpp"
@@ -50,25 +51,52 @@ CounterTarget make_target(const CountingPlan& plan, const Workload* workload,
 
 }  // namespace
 
+namespace {
+
+// A task's events split per core PMU: each instance's running time of all the siblings of
+// event e together (see EventSeries::scale_running). Empty for anything else.
+std::vector<std::uint64_t> siblings_running(const CounterSet& set, std::size_t e,
+                                            const std::vector<std::vector<RawCount>>& counts) {
+  const auto& split_from = set.event(e).split_from;
+  if (set.target().system_wide_target() || !split_from) return {};
+  std::vector<std::uint64_t> running(set.target().instance_count(), 0);
+  for (std::size_t other = 0; other < set.event_count(); ++other) {
+    if (set.event(other).split_from != split_from) continue;
+    for (std::size_t i = 0; i < running.size() && i < counts[other].size(); ++i)
+      running[i] += counts[other][i].running;
+  }
+  return running;
+}
+
+}  // namespace
+
 std::vector<EventSeries> series_of(const CounterSet& set,
                                    const std::vector<std::vector<RawCount>>& counts, bool summed) {
   std::vector<EventSeries> out;
   const CounterTarget& t = set.target();
   for (std::size_t e = 0; e < set.event_count(); ++e) {
+    const ResolvedEvent& ev = set.event(e);
     EventSeries s;
-    s.event = set.event(e).display_name();
-    s.kind = {set.event(e).attr.type, set.event(e).attr.config};
-    s.unit = set.event(e).unit;
-    s.scale = set.event(e).scale;
+    s.event = ev.display_name();
+    s.kind = {ev.attr.type, generic_config(ev.attr)};
+    if (ev.core_pmus.size() == 1) s.pmu = ev.core_pmus.front().name;
+    s.unit = ev.unit;
+    s.scale = ev.scale;
     s.group = set.event_group(e);
     s.supported = set.supported(e);
     if (summed) {
       s.instance_ids.push_back(-1);
+      s.counts = counts[e];
     } else {
-      for (std::size_t i = 0; i < t.instance_count(); ++i)
+      // Only where the event counts: the CPUs of its core PMU.
+      const auto running = siblings_running(set, e, counts);
+      for (std::size_t i = 0; i < t.instance_count(); ++i) {
+        if (!set.counts_on(e, i)) continue;
         s.instance_ids.push_back(t.instance_id(i));
+        s.counts.push_back(counts[e][i]);
+        if (!running.empty()) s.scale_running.push_back(running[i]);
+      }
     }
-    s.counts = counts[e];
     out.push_back(std::move(s));
   }
   return out;

@@ -8,6 +8,7 @@
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/probes/counter_bridge.hpp"
+#include "pmcprof/run/counting_session.hpp"
 
 using namespace pmcprof;
 
@@ -81,4 +82,39 @@ TEST_F(BpfBridge, EmptySlotReportsAnError) {
   CounterBridge bridge = CounterBridge::load(counters);
   EXPECT_EQ(bridge.read_on_cpu(cpus[0]).error[0], 0);
   EXPECT_NE(bridge.read_on_cpu(cpus[1]).error[0], 0);
+}
+
+TEST_F(BpfBridge, CorePmuEventsSitOnlyOnTheirCpus) {
+  // A heterogeneous machine's events, on software counters: two fake core PMUs, one on the
+  // first CPU, one on the others. An event of both (function mode's cycles) is opened on every
+  // CPU, so a call reads a counter wherever it runs; an event of one is opened on its PMU's
+  // CPUs only, has no rows elsewhere, and its BPF slot there is empty: a read fails (never 0).
+  auto cpus = online_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  const CorePmu first{"fake_first", PERF_TYPE_SOFTWARE, {cpus[0]}, ""};
+  const CorePmu others{"fake_others", PERF_TYPE_SOFTWARE, {cpus.begin() + 1, cpus.end()}, ""};
+  auto groups = task_clock_and_page_faults();
+  groups[0].events[0].core_pmus = {first, others};
+  groups[1].events[0].core_pmus = {others};
+  CounterSet counters = CounterSet::open(groups, CounterTarget::system_wide(cpus));
+  for (std::size_t i = 0; i < cpus.size(); ++i) {
+    EXPECT_TRUE(counters.counts_on(0, i));
+    EXPECT_GE(counters.fd(0, i), 0);
+    EXPECT_EQ(counters.counts_on(1, i), i > 0);
+    EXPECT_EQ(counters.fd(1, i) >= 0, i > 0) << "CPU " << cpus[i];
+  }
+  counters.enable();
+  CounterBridge bridge = CounterBridge::load(counters);
+  const BpfCounterSnapshot on_first = bridge.read_on_cpu(cpus[0]);
+  EXPECT_EQ(on_first.error[0], 0);
+  EXPECT_NE(on_first.error[1], 0);
+  const BpfCounterSnapshot on_second = bridge.read_on_cpu(cpus[1]);
+  EXPECT_EQ(on_second.error[0], 0);
+  EXPECT_EQ(on_second.error[1], 0);
+  // The report's series: page-faults only on the CPUs of its PMU.
+  const auto series = series_of(counters, counters.read(), false);
+  EXPECT_EQ(series[0].instance_ids, cpus);
+  EXPECT_EQ(series[1].instance_ids, std::vector<int>(cpus.begin() + 1, cpus.end()));
+  EXPECT_EQ(series[1].pmu, "fake_others");
+  EXPECT_EQ(series[0].pmu, "");  // of several PMUs: a row of none
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "fake_tree.hpp"
 #include "pmcprof/events/event_resolver.hpp"
 #include "pmcprof/events/event_spec.hpp"
 #include "pmcprof/events/sysfs_pmu.hpp"
@@ -20,25 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A temporary directory tree, removed at the end of the test.
-class Tree {
- public:
-  Tree()
-      : root_(fs::temp_directory_path() /
-              ("pmcprof-tree-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
-    fs::create_directories(root_);
-  }
-  ~Tree() { fs::remove_all(root_); }
-  void file(const std::string& rel, const std::string& text) {
-    fs::create_directories((root_ / rel).parent_path());
-    std::ofstream(root_ / rel) << text;
-  }
-  std::string path() const { return root_.string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path root_;
-};
+using pmcprof::testing::Tree;
 
 // A cpu PMU (type 4) with perf's x86 formats, an msr PMU (type 10) with named events, and a
 // power PMU with a scaled event.

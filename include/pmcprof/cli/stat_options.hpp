@@ -78,10 +78,15 @@ void validate_stat_options(const StatOptions& opts);
 struct CountingPlan;
 struct FunctionPlan;
 struct ResolvedGroup;
+struct MetricRequest;
 class EventResolver;
-// Turns checked flags into what a run needs (resolving CPUs, cgroups, targets). Function mode
-// binds its metrics (-M, and those derived automatically) to the events, adding what -M needs.
-CountingPlan make_counting_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups);
+// Turns checked flags into what a run needs (resolving CPUs, cgroups, targets). Counting mode
+// splits events of several core PMUs into one per PMU of the CPUs counted, and each -M
+// request into one per group its group became. Function mode binds its metrics (-M, and
+// those derived automatically) to the events, adding what -M needs, and refuses events of
+// one core PMU of several.
+CountingPlan make_counting_plan(const StatOptions& opts, const std::vector<ResolvedGroup>& groups,
+                                const std::vector<MetricRequest>& metrics);
 FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups,
                                 const EventResolver& resolver);
 

@@ -37,6 +37,9 @@ struct CounterTarget {
 // say <not supported> while the others count; as in perf, a group whose leader the kernel
 // refuses cannot be counted (GroupError), and a weak group ({...}:W) one of whose members
 // does not fit on the PMU with the others is opened as separate events instead.
+// On a heterogeneous machine a per-CPU event of core PMUs is opened only on their CPUs (a
+// group where its leader is), with the attr of the PMU of each CPU (attr_on_cpu); a task's
+// events must be of one core PMU each (split_per_core_pmu).
 class CounterSet {
  public:
   static CounterSet open(const std::vector<ResolvedGroup>& groups, const CounterTarget& target);
@@ -57,6 +60,11 @@ class CounterSet {
   std::size_t open_fd_count() const;
   // The counter fd of event i on instance j, -1 if not open. Used to fill BPF maps.
   int fd(std::size_t event, std::size_t instance) const;
+  // Whether event i counts on instance j at all: false on the CPUs of other core PMUs than its
+  // own (its counts there are no measurement, not even a 0).
+  bool counts_on(std::size_t event, std::size_t instance) const {
+    return events_[event].placed[instance];
+  }
 
   void enable();
   void disable();
@@ -72,6 +80,7 @@ class CounterSet {
     std::string failure;
     std::vector<Fd> fds;             // per instance
     std::vector<std::uint64_t> ids;  // PERF_EVENT_IOC_ID per instance
+    std::vector<bool> placed;        // per instance: counts there (its core PMU's CPUs)
   };
   struct Group {
     std::vector<std::size_t> members;      // indexes into events_

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pmcprof/events/event_spec.hpp"
+#include "pmcprof/platform/core_pmus.hpp"
 
 namespace pmcprof {
 
@@ -19,8 +20,21 @@ struct ResolvedEvent {
   std::string unit;        // the kernel's unit: "ns" for cpu-clock/task-clock, sysfs .unit, ""
   double scale = 1;        // sysfs .scale: reported value = count x scale
   std::string name;        // pmu/name=X/: the name shown instead of what was written
+  // A heterogeneous machine's core PMUs the event counts on, each only on its own CPUs (see
+  // core_pmu_events.hpp). Empty on a machine with one core PMU, and for events of no core PMU
+  // (software, tracepoints, uncore): the kernel then chooses, as it always did. One: the
+  // event belongs to that PMU (cpu_atom/cycles/, adl_grt::..., a raw code of its type).
+  // Several: written without a PMU (cycles), it counts on every core PMU; counting mode
+  // splits it into one event per PMU, function mode reads on each CPU its PMU's counter.
+  std::vector<CorePmu> core_pmus;
+  // An event written without a PMU that counting mode counts on one core PMU (split per
+  // PMU, or narrowed to the PMU of its group): the index, in the groups as resolved, of the
+  // event it came from, which its siblings on the other PMUs share. Shown as PMU/event/.
+  std::optional<std::size_t> split_from;
 
-  const std::string& display_name() const { return name.empty() ? spec.text : name; }
+  // What reports call it: perf's PMU/event/modifiers for an event split per core PMU
+  // ("cpu_atom/cycles/u"), the name= term's name, else what the user wrote.
+  std::string display_name() const;
   bool is_software() const { return attr.type == PERF_TYPE_SOFTWARE; }
   bool is_clock() const;  // cpu-clock or task-clock: value in ns
   // Counts retired instructions or core cycles: the generic events, the model events named so
@@ -55,13 +69,20 @@ class PfmLibrary {
 
 class EventResolver {
  public:
-  explicit EventResolver(const PfmLibrary& pfm, EventSources sources = {})
-      : pfm_(pfm), sources_(std::move(sources)) {}
+  // Finds the machine's core PMUs below sources.sysfs_pmus.
+  explicit EventResolver(const PfmLibrary& pfm, EventSources sources = {});
 
   // pmu/terms/ through sysfs, sys:name through tracefs, everything else through libpfm4.
   // Throws UserError naming the event (with close names as a hint) when it cannot be resolved.
+  // On a heterogeneous machine each event is bound to its core PMUs (bind_core_pmus), and
+  // PMU/event/ takes perf's legacy names (cycles, instructions, LLC-load-misses) on a core
+  // PMU: cpu_atom/cycles/ is cycles with cpu_atom's type in config[63:32]. A group's events
+  // are checked to be of one core PMU (bind_group_core_pmus).
   ResolvedEvent resolve(const EventSpec& spec) const;
   std::vector<ResolvedGroup> resolve(const std::vector<EventGroupSpec>& groups) const;
+
+  // The core PMUs found (see discover_core_pmus).
+  const std::vector<CorePmu>& core_pmus() const { return core_pmus_; }
 
   // Names worth suggesting: perf-style generic names and PMU::EVENT of present PMUs.
   std::vector<std::string> known_names() const;
@@ -72,8 +93,10 @@ class EventResolver {
   ResolvedEvent resolve_libpfm(const EventSpec& spec) const;
   std::optional<ResolvedEvent> resolve_tracepoint(const EventSpec& spec) const;
   ResolvedEvent resolve_slashed(const EventSpec& spec) const;
+  std::optional<ResolvedEvent> resolve_core_legacy(const EventSpec& spec) const;
   const PfmLibrary& pfm_;
   EventSources sources_;
+  std::vector<CorePmu> core_pmus_;
 };
 
 // Applies perf-style modifiers to an encoded attr (exclude_*, precise_ip, pinned).

@@ -11,16 +11,24 @@
 
 namespace pmcprof {
 
-// The counts of one event on each instance (CPU or thread) it was opened on.
+// The counts of one event on each instance (CPU or thread) it was opened on: on a
+// heterogeneous machine an event of a core PMU has only that PMU's CPUs.
 struct EventSeries {
   std::string event;
   EventKind kind;
+  std::string pmu;  // the core PMU it counts on, on a heterogeneous machine ("" otherwise)
   std::string unit;
   bool supported = false;
   std::size_t group = 0;          // the event group it was opened in
   double scale = 1;               // sysfs .scale: value = count x scale
   std::vector<int> instance_ids;  // CPU ids (per-CPU rows) or tids
   std::vector<RawCount> counts;   // one per instance
+  // Per instance, when set: the running time to scale the count by instead of its own. A
+  // task's event split per core PMU is enabled while the task runs on any CPU but runs only on
+  // its PMU's: scaled by its own running time it would be extrapolated to the time the task
+  // spent on the other kind of core. Its siblings' running times together are the time the
+  // event ran on some PMU, which leaves only multiplexing to scale for.
+  std::vector<std::uint64_t> scale_running;
 };
 
 // How instances become rows (perf stat's aggregation modes).
@@ -41,8 +49,10 @@ std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series,
 // The sum (per_instance false) or one row per CPU (true).
 std::vector<CounterRow> aggregate_rows(const std::vector<EventSeries>& series, bool per_instance);
 
-// One row from one or more instance counts.
-CounterRow make_row(const EventSeries& s, const std::vector<RawCount>& counts);
+// One row from one or more instance counts, each scaled by its own running time or, when
+// given, by the one of `scale_running` beside it (see EventSeries::scale_running).
+CounterRow make_row(const EventSeries& s, const std::vector<RawCount>& counts,
+                    const std::vector<std::uint64_t>& scale_running = {});
 
 // -r N: the mean of N reports of the same shape, with the relative standard deviation of the
 // mean (perf's "( +- x% )") on every counter and on the elapsed time.

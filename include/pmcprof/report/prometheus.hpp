@@ -18,7 +18,7 @@ struct PrometheusStatus {
 };
 
 // The Prometheus text exposition format (version 0.0.4) of a report: pmcprof_ prefix,
-// counters end in _total, base units (seconds), labels event / cpu / cgroup / function.
+// counters end in _total, base units (seconds), labels event / pmu / cpu / cgroup / function.
 // Either report may be null (start-up: only pmcprof's own health is served).
 std::string render_prometheus(const CountingReport* counting, const FunctionReport* functions,
                               const PrometheusStatus& status);

@@ -26,6 +26,8 @@ struct MetricColumn {
                        // branches") or the -M metric's name
   std::string format;  // printf format of the value
   std::optional<EventKind> event;  // shadow metric of this event
+  std::string pmu;                 // ... on this core PMU (heterogeneous machines: one column
+                                   // per PMU, titled "cpu_core insn per cycle")
   std::string metric;              // else: the -M metric's name
 };
 std::vector<MetricColumn> metric_columns(const CountingReport& r);

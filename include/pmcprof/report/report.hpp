@@ -42,9 +42,10 @@ struct EventKind {
 // One line of a counting report: an event, aggregated over CPUs or for one CPU (-A), one
 // core/die/socket/node/thread (--per-*).
 struct CounterRow {
-  std::string event;  // as the user wrote it
-  EventKind kind;
-  std::string unit;  // the kernel's unit: "ns" for clocks, "" for counts
+  std::string event;  // as the user wrote it (an event split per core PMU: cpu_core/cycles/)
+  EventKind kind;     // a hardware or cache event's config without the PMU's extended type
+  std::string pmu;    // the core PMU counted on, on a heterogeneous machine ("" otherwise)
+  std::string unit;   // the kernel's unit: "ns" for clocks, "" for counts
   CounterStatus status = CounterStatus::not_counted;
   double value = 0;  // scaled (count * enabled / running); meaningful when status == ok
   std::uint64_t raw_value = 0;
@@ -76,6 +77,7 @@ struct MetricValue {
   std::optional<std::uint64_t> cgroup_id;
   std::optional<std::string> cgroup;
   std::size_t group = 0;  // the event group it was computed from (shown on its first row)
+  std::string pmu;        // the core PMU of that group, on a heterogeneous machine
 };
 
 // A counting-mode report: the whole run, one interval (-I), or the mean of -r runs.
@@ -104,7 +106,8 @@ struct Metric {
 };
 
 // The metric perf stat would print for `row`, from other rows of the same report and scope
-// (CPU, aggregate, cgroup).
+// (CPU, aggregate, cgroup) and of the same core PMU (or of none: IPC is cpu_core's
+// instructions over cpu_core's cycles, never over cpu_atom's; GHz may take task-clock).
 std::optional<Metric> derive_metric(const CountingReport& report, const CounterRow& row);
 // perf's printf format for its value: "%7.2f " (insn per cycle), "%7.2f%%" (shares), "%8.3f".
 const char* metric_format(const Metric& m);
