@@ -433,11 +433,11 @@ std::vector<std::string> metric_names(const StatOptions& opts) {
 
 FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGroup> groups,
                                 const EventResolver& resolver) {
-  require_every_core_pmu(groups);
   FunctionPlan plan;
   plan.metrics = bind_metrics(groups, select_metrics(metric_names(opts), resolver), resolver,
                               !opts.metric_no_group);
   plan.groups = std::move(groups);
+  require_every_core_pmu(plan.groups);  // -e's and what -M added
   for (const auto& f : opts.funcs) plan.targets.push_back(parse_func_target(f));
   check_distinct_targets(plan.targets);
   for (const auto& r : opts.regions) plan.regions.push_back(parse_region(r));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fake_tree.hpp"
+#include "pmcprof/cli/stat_options.hpp"
 #include "pmcprof/counters/counter_set.hpp"
 #include "pmcprof/events/core_pmu_events.hpp"
 #include "pmcprof/events/event_resolver.hpp"
@@ -23,6 +24,7 @@
 #include "pmcprof/report/prometheus.hpp"
 #include "pmcprof/report/read_json.hpp"
 #include "pmcprof/report/render.hpp"
+#include "pmcprof/run/counting_run.hpp"
 #include "pmcprof/util/error.hpp"
 
 using namespace pmcprof;
@@ -718,4 +720,26 @@ TEST(HybridCounters, ATaskIsCountedOnlyWithEventsSplitPerPmu) {
   EXPECT_THROW(
       CounterSet::open(m.resolve("cycles"), CounterTarget::tasks({::getpid()}, false, false)),
       SystemError);
+}
+
+TEST(HybridPlan, CountingPlansSplitGroupsAndTheirMetrics) {
+  // pmcprof stat -e task-clock -M IPC -- CMD on the hybrid machine: the IPC group (1) becomes two
+  // groups (one per PMU), and IPC one request for each, computed from its own PMU's events.
+  FakeMachine m(intel_hybrid);
+  const MetricDef* ipc = nullptr;
+  for (const auto& d : metric_table())
+    if (d.name == "IPC") ipc = &d;
+  ASSERT_NE(ipc, nullptr);
+  StatOptions opts;
+  opts.command = {"true"};
+  const MetricChoice choice{ipc, &ipc->variants.front()};
+  CountingPlan plan =
+      make_counting_plan(opts, m.resolve("task-clock,{instructions,cycles}:W"), {{choice, 1}});
+  EXPECT_EQ(names_of(plan.groups),
+            (std::vector<std::string>{"task-clock", "cpu_atom/instructions/", "cpu_atom/cycles/",
+                                      "cpu_core/instructions/", "cpu_core/cycles/"}));
+  ASSERT_EQ(plan.metrics.size(), 2u);
+  EXPECT_EQ(plan.metrics[0].group, 1u);
+  EXPECT_EQ(plan.metrics[1].group, 2u);
+  EXPECT_TRUE(plan.groups[2].weak);
 }
