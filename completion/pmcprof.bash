@@ -4,8 +4,8 @@
 # first <TAB> after "pmcprof"); or source it from ~/.bashrc. Needs nothing from bash-completion:
 # only bash builtins, so it also works where that package is not installed.
 #
-#   pmcprof <TAB>                      stat list doctor serve report
-#   pmcprof report <TAB>               files (a saved run), '-' for standard input
+#   pmcprof <TAB>                      stat list doctor serve report diff
+#   pmcprof report <TAB>               files (a saved run), '-' for standard input; diff too
 #   pmcprof stat -<TAB>                every flag of stat
 #   pmcprof stat -e task-c<TAB>        event names from `pmcprof list --names` (also after a
 #                                      comma, a '{' or a ':' modifier: -e '{cycles,instr<TAB>')
@@ -20,7 +20,7 @@
 # The flags come from a built-in list, merged with those `pmcprof SUBCOMMAND --help` prints, so
 # flags added later complete too.
 
-_pmcprof_subcommands="stat list doctor serve report"
+_pmcprof_subcommands="stat list doctor serve report diff"
 _pmcprof_top_opts="-h --help -V --version"
 
 # stat's flags; the first list takes an argument. serve takes the same plus --listen ADDR:PORT
@@ -42,6 +42,8 @@ _pmcprof_doctor_args=""
 _pmcprof_doctor_flags="-h --help -j --json"
 _pmcprof_report_args="-i --input -x --field-separator --hist-linear"
 _pmcprof_report_flags="-h --help -j --json --prometheus --no-big-num --hist"
+_pmcprof_diff_args="-x --field-separator --threshold --alpha"
+_pmcprof_diff_flags="-h --help -j --json"
 
 # Options of SUBCOMMAND (as two lists: taking an argument, flags) from `pmcprof SUB --help`
 # (CLI11's layout: "  -o,--output FILE   text", "  -a,--all-cpus   text"), cached per binary.
@@ -82,6 +84,7 @@ _pmcprof_options() {
     list) args=$_pmcprof_list_args flags=$_pmcprof_list_flags ;;
     doctor) args=$_pmcprof_doctor_args flags=$_pmcprof_doctor_flags ;;
     report) args=$_pmcprof_report_args flags=$_pmcprof_report_flags ;;
+    diff) args=$_pmcprof_diff_args flags=$_pmcprof_diff_flags ;;
     *) args="" flags=$_pmcprof_top_opts ;;
   esac
   if [[ -n $sub ]]; then
@@ -323,6 +326,8 @@ _pmcprof_complete_value() {
       done
       ;;
     -x | --field-separator) _pmcprof_add "" "$cur" <<<$',\n;' ;;
+    --threshold) _pmcprof_add "" "$cur" <<<$'5\n10\n20' ;;
+    --alpha) _pmcprof_add "" "$cur" <<<$'0.001\n0.01\n0.05' ;;
     --interval-count) _pmcprof_add "" "$cur" <<<$'1\n5\n10' ;;
     --buffer-pages) _pmcprof_add "" "$cur" <<<$'1\n2\n4\n8\n16\n32\n64\n128\n256' ;;
     -C | --cpu)
@@ -440,7 +445,7 @@ _pmcprof() {
   elif [[ $sub == list ]]; then
     _pmcprof_load_events "$bin"
     _pmcprof_add "" "$cur" <<<"$_pmcprof_events"
-  elif [[ $sub == report ]]; then
+  elif [[ $sub == report || $sub == diff ]]; then
     _pmcprof_complete_files "$cur"
   elif [[ $sub == stat ]]; then
     mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u)

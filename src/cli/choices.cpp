@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 
@@ -53,6 +54,12 @@ std::size_t validate_buffer_pages(long long pages) {
 }
 
 namespace {
+
+std::string printf_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
 
 constexpr const char* kHistLinearHint =
     "e.g. --hist-linear=0,2ms,100us (times) or --hist-linear=0,5000,250 (counts), as bpftrace's "
@@ -129,6 +136,21 @@ HistLinear parse_hist_linear(std::string_view text) {
                         " rows, more than " + std::to_string(kMaxHistLinearRows),
                     "take a larger STEP, or --hist for powers of two");
   return range;
+}
+
+double parse_decimal_option(std::string_view text, std::string_view option, double min, double max,
+                            const std::string& hint, bool above_min) {
+  const std::string name(option);
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789.") == std::string::npos;
+  if (!digits || text.front() == '.' || text.back() == '.' || text.find('.') != text.rfind('.'))
+    throw UserError("invalid " + name + " " + quote(text) + ": not a decimal number", hint);
+  const double v = std::strtod(std::string(text).c_str(), nullptr);
+  if (v > max || v < min || (above_min && v == min))
+    throw UserError("invalid " + name + " " + quote(text) + ": out of range (" +
+                        (above_min ? "above " : "") + printf_number(min) + " to " +
+                        printf_number(max) + ")",
+                    hint);
+  return v;
 }
 
 namespace {

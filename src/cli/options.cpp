@@ -248,6 +248,28 @@ void add_report_flags(CLI::App& report, ReportOptions& o) {
   add_hist_flags(report, o.hist_quantities, o.hist_linear);
 }
 
+// `diff`: the two saved runs, the output format, and the rule's two numbers.
+void add_diff_flags(CLI::App& diff, DiffOptions& o) {
+  diff.add_option("BASELINE", o.baseline,
+                  "The baseline run: what 'pmcprof stat -j -o FILE' wrote ('-' reads standard "
+                  "input)")
+      ->type_name("");
+  diff.add_option("NEW", o.fresh, "The new run, compared with the baseline ('-' as well)")
+      ->type_name("");
+  diff.add_option("-x,--field-separator", o.csv_separator,
+                  "CSV output with separator SEP: a header line, then one row per quantity")
+      ->type_name("SEP");
+  diff.add_flag("-j,--json", o.json, "JSON output (pmcprof's schema, type \"diff\")");
+  diff.add_option("--threshold", o.threshold_pct,
+                  "A change is beyond the noise when its test says so AND its shift is at least "
+                  "PCT % of the baseline (default 5)")
+      ->type_name("PCT");
+  diff.add_option("--alpha", o.alpha,
+                  "The significance level of the test (Mann-Whitney U on per-call buckets; "
+                  "Welch's t on -r runs; default 0.001)")
+      ->type_name("P");
+}
+
 // An error line never echoes a whole argument: the parsers quote arguments shortened. A
 // message of pmcprof's own past kMaxErrorLine characters (a kernel's reasons for refusing a
 // probe run to several lines) is cut only where that helps, on a terminal without -v, and says
@@ -354,6 +376,11 @@ int run_cli(int argc, char** argv) {
   add_report_flags(*report, report_opts);
   report->formatter(std::make_shared<OptionalValueNames>());
 
+  DiffOptions diff_opts;
+  CLI::App* diff = app.add_subcommand(
+      "diff", "Compare two saved runs, per function and quantity: what changed beyond the noise");
+  add_diff_flags(*diff, diff_opts);
+
   // The stat command's words reach stat->remaining() only if the top level lets them pass.
   app.allow_extras();
   if (const auto status = first_word(app, argc, argv)) return *status;
@@ -400,6 +427,7 @@ int run_cli(int argc, char** argv) {
       report_opts.hist = report->count("--hist") > 0;
       return run_report_command(report_opts, std::cout);
     }
+    if (diff->parsed()) return run_diff_command(diff_opts, std::cout);
   } catch (const Error& e) {
     print_error(e, stat_opts.verbose || serve_opts.stat.verbose);
     return e.exit_code();

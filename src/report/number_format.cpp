@@ -50,4 +50,33 @@ std::string csv_field(const std::string& s, const std::string& sep) {
   return out + "\"";
 }
 
+// ns -> "12.34 us" style, for per-call times that span ns to seconds. `whole`: the value is a
+// whole number of ns (a percentile, min or max), so below 1 us it has no decimals ("281 ns").
+std::string format_duration(double ns, bool whole) {
+  const char* unit = "ns";
+  double v = ns;
+  int decimals = whole ? 0 : 2;
+  if (ns >= 1e9)
+    v = ns / 1e9, unit = "s", decimals = 2;
+  else if (ns >= 1e6)
+    v = ns / 1e6, unit = "ms", decimals = 2;
+  else if (ns >= 1e3)
+    v = ns / 1e3, unit = "us", decimals = 2;
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.*f %s", decimals, v, unit);
+  return buf;
+}
+
+std::string format_amount(double v, const std::string& unit, bool total) {
+  if (unit == "ns") return format_duration(v);
+  return format_grouped(v, total ? 0 : 2);
+}
+
+// A percentile, min or max of a count or a time: a whole number (make_distribution), printed
+// without decimals a 2 % bucket does not have (a mean keeps its two).
+std::string format_point(double v, const std::string& unit) {
+  if (unit == "ns") return format_duration(v, true);
+  return format_grouped(v, 0);
+}
+
 }  // namespace pmcprof

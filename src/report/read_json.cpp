@@ -598,7 +598,7 @@ Record check_record(const Ctx& c, const ojson& j) {
   }
   Record r;
   r.type = str(c, j, "", "type");
-  if (r.type == "list" || r.type == "doctor")
+  if (r.type == "list" || r.type == "doctor" || r.type == "diff")
     throw UserError(c.where() + " is the output of 'pmcprof " + r.type + " -j', not a report",
                     kReadHint);
   if (r.type != "report" && r.type != "interval" && r.type != "summary")

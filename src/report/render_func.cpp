@@ -9,6 +9,7 @@
 #include "pmcprof/report/func_hist.hpp"
 #include "pmcprof/report/func_report.hpp"
 #include "pmcprof/report/histogram_view.hpp"
+#include "pmcprof/report/json_number.hpp"
 #include "pmcprof/report/number_format.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -29,35 +30,6 @@ std::string text(const std::string& s) {
 }
 std::string dump(const ojson& j, int indent = -1) {
   return j.dump(indent, ' ', false, ojson::error_handler_t::replace);
-}
-
-// ns -> "12.34 us" style, for per-call times that span ns to seconds. `whole`: the value is a
-// whole number of ns (a percentile, min or max), so below 1 us it has no decimals ("281 ns").
-std::string format_duration(double ns, bool whole = false) {
-  const char* unit = "ns";
-  double v = ns;
-  int decimals = whole ? 0 : 2;
-  if (ns >= 1e9)
-    v = ns / 1e9, unit = "s", decimals = 2;
-  else if (ns >= 1e6)
-    v = ns / 1e6, unit = "ms", decimals = 2;
-  else if (ns >= 1e3)
-    v = ns / 1e3, unit = "us", decimals = 2;
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.*f %s", decimals, v, unit);
-  return buf;
-}
-
-std::string format_amount(double v, const std::string& unit, bool total) {
-  if (unit == "ns") return format_duration(v);
-  return format_grouped(v, total ? 0 : 2);
-}
-
-// A percentile, min or max of a count or a time: a whole number (make_distribution), printed
-// without decimals a 2 % bucket does not have (a mean keeps its two).
-std::string format_point(double v, const std::string& unit) {
-  if (unit == "ns") return format_duration(v, true);
-  return format_grouped(v, 0);
 }
 
 std::string dist_cells(const Distribution& d, const std::string& unit, std::uint64_t calls) {
@@ -254,36 +226,29 @@ void text_final(std::ostream& out, const FunctionReport& r, const HistOptions& h
   out << buf;
 }
 
-ojson number(double v) {
-  if (v >= 0 && v < 18446744073709551616.0 &&
-      static_cast<double>(static_cast<std::uint64_t>(v)) == v)
-    return static_cast<std::uint64_t>(v);
-  return v;
-}
-
 ojson dist_json(const Distribution& d) {
   ojson j;
   const bool ok = d.status == CounterStatus::ok;
   j["status"] = to_string(d.status);
   // An estimated total (scaled to all calls) is a count all the same: rounded.
-  j["total"] = ok ? number(shown_total(d)) : ojson(nullptr);
+  j["total"] = ok ? json_number(shown_total(d)) : ojson(nullptr);
   // No calls: the total is 0, per-call figures do not exist.
   const bool per_call = ok && !d.no_calls;
   j["mean"] = per_call ? ojson(d.mean) : ojson(nullptr);
   // Percentiles are whole numbers (make_distribution): integers, as min and max.
   const bool exact = per_call && d.percentiles;
-  j["p50"] = exact ? number(d.p50) : ojson(nullptr);
-  j["p90"] = exact ? number(d.p90) : ojson(nullptr);
-  j["p99"] = exact ? number(d.p99) : ojson(nullptr);
-  j["min"] = exact ? number(d.min) : ojson(nullptr);
-  j["max"] = exact ? number(d.max) : ojson(nullptr);
+  j["p50"] = exact ? json_number(d.p50) : ojson(nullptr);
+  j["p90"] = exact ? json_number(d.p90) : ojson(nullptr);
+  j["p99"] = exact ? json_number(d.p99) : ojson(nullptr);
+  j["min"] = exact ? json_number(d.min) : ojson(nullptr);
+  j["max"] = exact ? json_number(d.max) : ojson(nullptr);
   j["measured_calls"] = d.measured;
   j["estimated"] = d.estimated;
   // Estimated: the total is scaled; the measured calls' own sum is what their buckets hold.
-  if (ok && d.estimated) j["measured_sum"] = number(d.measured_sum);
+  if (ok && d.estimated) j["measured_sum"] = json_number(d.measured_sum);
   // With the probe bias taken off: its spread, and the measured calls below it.
   if (d.noise_floor) {
-    j["noise_floor"] = number(*d.noise_floor);
+    j["noise_floor"] = json_number(*d.noise_floor);
     j["calls_under_noise_floor"] = d.under_floor;
   }
   return j;
@@ -357,19 +322,19 @@ ojson report_json(const FunctionReport& r, const char* type) {
       bj["probed"] = b.probed;
       bj["subtracted"] = b.subtracted;
       bj["calls"] = b.calls;
-      bj["wall_ns"] = number(b.wall_ns);
-      bj["oncpu_ns"] = number(b.oncpu_ns);
+      bj["wall_ns"] = json_number(b.wall_ns);
+      bj["oncpu_ns"] = json_number(b.oncpu_ns);
       ojson ev = ojson::object();
       for (const auto& e : b.events)
-        ev[e.event] = e.per_call ? number(*e.per_call) : ojson(nullptr);
+        ev[e.event] = e.per_call ? json_number(*e.per_call) : ojson(nullptr);
       bj["events"] = std::move(ev);
       if (b.nested) {
         ojson nj, nev = ojson::object();
         nj["subtracted"] = b.nested_subtracted;
-        nj["wall_ns"] = number(b.nested->wall_ns);
-        nj["oncpu_ns"] = number(b.nested->oncpu_ns);
+        nj["wall_ns"] = json_number(b.nested->wall_ns);
+        nj["oncpu_ns"] = json_number(b.nested->oncpu_ns);
         for (const auto& e : b.nested->events)
-          nev[e.event] = e.per_call ? number(*e.per_call) : ojson(nullptr);
+          nev[e.event] = e.per_call ? json_number(*e.per_call) : ojson(nullptr);
         nj["events"] = std::move(nev);
         bj["nested"] = std::move(nj);
       }
@@ -416,12 +381,13 @@ ojson report_json(const FunctionReport& r, const char* type) {
     if (f.open) fj["open"] = *f.open;
     if (!f.backend_note.empty()) fj["backend_note"] = f.backend_note;
     if (f.probe_cost)
-      fj["probe_cost"] = {{"total_ns", number(std::round(f.probe_cost->total_ns()))},
-                          {"per_call_ns", number(f.probe_cost->per_call_ns)},
-                          {"calls", number(f.probe_cost->calls)}};
-    fj["wall_ns"] = number(f.wall.total);
+      fj["probe_cost"] = {{"total_ns", json_number(std::round(f.probe_cost->total_ns()))},
+                          {"per_call_ns", json_number(f.probe_cost->per_call_ns)},
+                          {"calls", json_number(f.probe_cost->calls)}};
+    fj["wall_ns"] = json_number(f.wall.total);
     // All calls disturbed: on-CPU time was not measured, which is not 0.
-    fj["oncpu_ns"] = f.oncpu.status == CounterStatus::ok ? number(f.oncpu.total) : ojson(nullptr);
+    fj["oncpu_ns"] =
+        f.oncpu.status == CounterStatus::ok ? json_number(f.oncpu.total) : ojson(nullptr);
     fj["wall"] = dist_json(f.wall);
     fj["wall"]["buckets"] = histogram_buckets_json(f.wall_histogram);
     fj["oncpu"] = dist_json(f.oncpu);

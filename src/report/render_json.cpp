@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "pmcprof/report/json_number.hpp"
 #include "pmcprof/report/render.hpp"
 #include "pmcprof/report/render_common.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -24,14 +25,6 @@ std::string text(const std::string& s) {
 // Serialized without ever throwing on bytes: anything that escaped text() is replaced (U+FFFD).
 std::string dump(const ojson& j, int indent = -1) {
   return j.dump(indent, ' ', false, ojson::error_handler_t::replace);
-}
-
-// Integral values go out as JSON integers (no "81.0"; every double >= 2^53 is integral and
-// exact as a uint64), fractional ones as doubles.
-ojson number(double v) {
-  if (std::isfinite(v) && v >= 0 && v < 18446744073709551616.0 && std::floor(v) == v)
-    return static_cast<std::uint64_t>(v);
-  return v;
 }
 
 ojson aggregate_json(AggrMode mode, const AggrId& id) {
@@ -68,13 +61,14 @@ ojson counter_json(const CountingReport& report, const CounterRow& row) {
     c["cgroup_id"] = row.cgroup_id.value_or(0);
     c["cgroup_removed"] = row.cgroup_removed;
   }
-  c["value"] = row.status == CounterStatus::ok ? number(row.value) : ojson(nullptr);
+  c["value"] = row.status == CounterStatus::ok ? json_number(row.value) : ojson(nullptr);
   c["unit"] = row.unit.empty() ? "count" : row.unit;
   c["status"] = to_string(row.status);
   c["raw_value"] = row.status == CounterStatus::ok ? ojson(row.raw_value) : ojson(nullptr);
   c["enabled_ns"] = row.enabled_ns;
   c["running_ns"] = row.running_ns;
-  c["running_pct"] = row.status == CounterStatus::ok ? number(row.running_pct) : ojson(nullptr);
+  c["running_pct"] =
+      row.status == CounterStatus::ok ? json_number(row.running_pct) : ojson(nullptr);
   if (row.stddev_pct) c["stddev_pct"] = *row.stddev_pct;
   if (auto m = derive_metric(report, row)) {
     c["metric"] = {{"value", m->value}, {"unit", m->percent ? "% " + m->unit : m->unit}};

@@ -65,9 +65,10 @@ class Completion(unittest.TestCase):
 
     def test_subcommands(self):
         self.check(["pmcprof", "st"], ["stat"])
-        self.check(["pmcprof", ""], ["stat", "list", "doctor", "serve", "report"])
+        self.check(["pmcprof", ""], ["stat", "list", "doctor", "serve", "report", "diff"])
         self.check(["pmcprof", "rep"], ["report"])
-        self.check(["pmcprof", "d"], ["doctor"])
+        self.check(["pmcprof", "d"], ["doctor", "diff"])
+        self.check(["pmcprof", "do"], ["doctor"])
         self.check(["pmcprof", "--v"], ["--version"])
 
     def test_flags(self):
@@ -162,6 +163,12 @@ class Completion(unittest.TestCase):
             self.check(["pmcprof", "report", os.path.join(tmp, "ru")], want)
             self.check(["pmcprof", "report", "-i", os.path.join(tmp, "ru")], want)
             self.check(["pmcprof", "report", "-j", os.path.join(tmp, "ru")], want)
+            self.check(["pmcprof", "diff", os.path.join(tmp, "ru")], want)
+            self.check(["pmcprof", "diff", "-j", os.path.join(tmp, "run.json"),
+                        os.path.join(tmp, "ru")], want)
+        self.check(["pmcprof", "diff", "--"],
+                   ["--help", "--field-separator", "--json", "--threshold", "--alpha"])
+        self.check(["pmcprof", "diff", "--threshold", ""], ["5", "10", "20"])
 
     def test_web_config_file(self):
         self.check(["pmcprof", "serve", "--web"], ["--web.config.file"])

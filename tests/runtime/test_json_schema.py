@@ -4,7 +4,7 @@
 Real output of each mode (counting: -a --timeout, -- CMD, -A, -r 2, -I NDJSON, per cgroup with
 -G, --per-core/-socket/-node, --per-thread, -M with computed and uncomputable metrics,
 --metric-only, pmu/term/ and tracepoint events; list --metrics -j; function mode: --func syscall:getppid, with -I, --aggregate both, --by; regions, single probes and --by argN keys (with 'other'), with -I too; list -j; doctor -j)
-and every pmcprof object in the examples of docs/json.md, validated with python3-jsonschema
+diff -j of two runs in each mode; and every pmcprof object in the examples of docs/json.md, validated with python3-jsonschema
 (Debian 12: 4.10, draft 2020-12). Also checks that the schema rejects typical regressions
 (a number written as a string, a missing field, an unknown or camelCase key, a bad status).
 """
@@ -391,6 +391,42 @@ class FunctionMode(SchemaCase):
         _, docs = self.run_json(["stat", "-e", "task-clock", "--region", region],
                                 command=[sdt, "unmatched", "3"])
         self.assertEqual(docs[0]["functions"][0]["open"], 3)
+
+
+class DiffDocuments(SchemaCase):
+    """pmcprof diff -j of two saved runs, in each mode (with rows only one run has)."""
+
+    def saved(self, tmp, name, args, command):
+        out = os.path.join(tmp, name)
+        p = t.run_pmcprof(["stat", "-j", "-o", out, *args, "--", *command], timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return out
+
+    def test_counting(self):
+        wl = t.workload("func_workload")
+        with tempfile.TemporaryDirectory(prefix="pmcprof-schema-") as tmp:
+            a = self.saved(tmp, "a.json", ["-r", "2", "-e", "task-clock,page-faults"],
+                           [wl, "burn", "2", "100"])
+            b = self.saved(tmp, "b.json", ["-e", "task-clock,cycles"], [wl, "burn", "2", "100"])
+            _, docs = self.run_json(["diff", "-j", a, a])
+            self.assertEqual(docs[0]["rule"]["test"], "welch-t")
+            _, docs = self.run_json(["diff", "-j", a, b])
+            self.assertEqual({r["status"] for r in docs[0]["rows"]},
+                             {"not-tested", "added", "removed"})
+
+    @t.requires("uprobes")
+    def test_function(self):
+        wl = t.workload("func_workload")
+        with tempfile.TemporaryDirectory(prefix="pmcprof-schema-") as tmp:
+            a = self.saved(tmp, "a.json", ["-e", "task-clock", "--func", f"{wl}:burn_a"],
+                           [wl, "pair", "20", "50", "50"])
+            b = self.saved(tmp, "b.json", ["-e", "task-clock,page-faults", "--func",
+                                           f"{wl}:burn_a", "--func", f"{wl}:burn_b"],
+                           [wl, "pair", "20", "100", "50"])
+            _, docs = self.run_json(["diff", "-j", a, b])
+            statuses = {r["status"] for r in docs[0]["rows"]}
+            self.assertIn("changed", statuses)
+            self.assertIn("added", statuses)
 
 
 class ListAndDoctor(SchemaCase):

@@ -30,7 +30,7 @@ class ManPageTest(unittest.TestCase):
 
     def test_every_subcommand_and_flag_is_documented(self):
         text = open(MAN).read().replace("\\-", "-")
-        for sub in ("stat", "list", "doctor", "serve", "report"):
+        for sub in ("stat", "list", "doctor", "serve", "report", "diff"):
             self.assertRegex(text, rf"pmcprof {sub}\b", sub)
             for flag in flags_of(sub):
                 self.assertIn(flag, text, f"{sub} {flag} is not in man/pmcprof.1")

@@ -205,6 +205,9 @@ TEST(ReadJsonRefuses, WhatIsNotAReportInOneLine) {
   EXPECT_NE(refusal(R"({"schema":"pmcprof/1","type":"list","pmus":[]})")
                 .find("is the output of 'pmcprof list -j', not a report"),
             std::string::npos);
+  EXPECT_NE(refusal(R"({"schema":"pmcprof/1","type":"diff","mode":"function"})")
+                .find("is the output of 'pmcprof diff -j', not a report"),
+            std::string::npos);
   EXPECT_NE(refusal(R"({"schema":"pmcprof/2","type":"report"})").find("newer than this pmcprof"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"schema":"other/1","type":"report"})").find("not pmcprof's"),

@@ -27,6 +27,11 @@ std::size_t validate_buffer_pages(long long pages);
 inline constexpr std::uint64_t kMaxHistLinearRows = 1000;
 HistLinear parse_hist_linear(std::string_view text);
 
+// A decimal option (diff's --threshold PCT, --alpha P): digits with at most one '.', no sign or
+// exponent, within [min, max] (exclusive of `min` when `above_min`). UserError names the option.
+double parse_decimal_option(std::string_view text, std::string_view option, double min, double max,
+                            const std::string& hint, bool above_min = false);
+
 // What --hist can draw in a run: wall and on-CPU time, each event, each metric.
 struct HistName {
   std::string name;

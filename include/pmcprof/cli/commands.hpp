@@ -42,4 +42,15 @@ struct ReportOptions {
 // perf.data: text (default), CSV, JSON or the /metrics text of serve.
 int run_report_command(const ReportOptions& opts, std::ostream& out);
 
+struct DiffOptions {
+  std::string baseline, fresh;  // BASELINE NEW (one of them may be '-')
+  std::optional<std::string> csv_separator;
+  bool json = false;
+  std::string threshold_pct;  // --threshold PCT, as typed ("" for the default)
+  std::string alpha;          // --alpha P, as typed ("" for the default)
+};
+// `pmcprof diff BASELINE NEW`: two saved runs compared, as perf diff compares two perf.data;
+// exit 0 whatever changed, non-zero only for bad input.
+int run_diff_command(const DiffOptions& opts, std::ostream& out);
+
 }  // namespace pmcprof

@@ -21,4 +21,13 @@ std::string pad_right(const std::string& s, std::size_t width);
 // as RFC 4180 does: "a,b" and "say ""hi""".
 std::string csv_field(const std::string& s, const std::string& sep);
 
+// ns -> "12.34 us", for per-call times that span ns to seconds. `whole`: a whole number of ns
+// (a percentile, min or max), without decimals below 1 us ("281 ns").
+std::string format_duration(double ns, bool whole = false);
+// A total or mean of a quantity in `unit`: a duration for "ns", else grouped (0 decimals for a
+// total, 2 for a mean).
+std::string format_amount(double v, const std::string& unit, bool total);
+// A percentile, min or max of a count or a time: a whole number, without decimals.
+std::string format_point(double v, const std::string& unit);
+
 }  // namespace pmcprof
