@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 
@@ -488,26 +489,8 @@ std::vector<std::uint64_t> FuncObject::read_hist(int map_fd, int carry_fd, const
   return st.total;
 }
 
-std::vector<KernelAggregate> FuncObject::read_aggregates() {
+std::vector<KernelAggregate> FuncObject::read_scalars() const {
   std::vector<KernelAggregate> out;
-  if (!(config_.agg_mode & PMCPROF_AGG_KERNEL)) return out;
-  const std::size_t n_events = events_.size();
-  const auto* ro = skel_->rodata;
-  // Histograms as [wall, on-CPU, event 0, ...]; a clock event's is the on-CPU one.
-  auto read_hists = [&](auto&& read) {
-    std::vector<std::vector<std::uint64_t>> h(PMCPROF_HIST_EVENT0 + n_events);
-    h[PMCPROF_HIST_WALL] = read(PMCPROF_HIST_WALL);
-    h[PMCPROF_HIST_ONCPU] = read(PMCPROF_HIST_ONCPU);
-    for (std::size_t i = 0; i < n_events; ++i)
-      h[PMCPROF_HIST_EVENT0 + i] =
-          (config_.clock_events >> i) & 1 ? h[PMCPROF_HIST_ONCPU] : read(ro->event_hist[i]);
-    return h;
-  };
-  auto read_metric_hists = [&](auto&& read) {
-    std::vector<std::vector<std::uint64_t>> h;
-    for (std::size_t m = 0; m < ro->n_metrics; ++m) h.push_back(read(ro->metric_hist[m]));
-    return h;
-  };
   auto merged = [](int fd, const void* key) {
     auto total = std::make_shared<pmcprof_agg>();
     std::memset(total.get(), 0, sizeof(pmcprof_agg));
@@ -515,26 +498,17 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
         fd, key, [&](const pmcprof_agg& a) { pmcprof_agg_merge(total.get(), &a); });
     return total;
   };
-  if (!ro->agg_keyed) {
-    const int agg_fd = bpf_map__fd(skel_->maps.aggs), hist_fd = bpf_map__fd(skel_->maps.hists);
-    const int carry_fd = bpf_map__fd(skel_->maps.hist_carry);
+  if (!skel_->rodata->agg_keyed) {
+    const int agg_fd = bpf_map__fd(skel_->maps.aggs);
     for (__u32 f = 0; f < config_.n_funcs; ++f) {
       KernelAggregate ka;
       ka.func_id = f;
       ka.agg = merged(agg_fd, &f);
-      auto read = [&](__u32 h) {
-        const __u32 key = f * ro->n_hists + h;
-        return read_hist(hist_fd, carry_fd, &key, sizeof(key));
-      };
-      ka.hists = read_hists(read);
-      ka.metric_hists = read_metric_hists(read);
       out.push_back(std::move(ka));
     }
     return out;
   }
   const int agg_fd = bpf_map__fd(skel_->maps.aggs_keyed);
-  const int hist_fd = bpf_map__fd(skel_->maps.hists_keyed);
-  const int carry_fd = bpf_map__fd(skel_->maps.hists_keyed_carry);
   pmcprof_agg_key key{}, next{};
   const void* prev = nullptr;
   while (bpf_map_get_next_key(agg_fd, prev, &next) == 0) {
@@ -547,16 +521,70 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
       ka.key.assign(reinterpret_cast<const char*>(key.key.b), sizeof(key.key.b));
     ka.other = key.other != 0;
     ka.agg = merged(agg_fd, &key);
-    auto read = [&](__u32 h) {
-      pmcprof_agg_key hk = key;
-      hk.hist = static_cast<__u16>(h);
-      return read_hist(hist_fd, carry_fd, &hk, sizeof(hk));
-    };
-    ka.hists = read_hists(read);
-    ka.metric_hists = read_metric_hists(read);
     out.push_back(std::move(ka));
   }
   return out;
+}
+
+void FuncObject::read_histograms(KernelAggregate& ka) {
+  const auto* ro = skel_->rodata;
+  std::function<std::vector<std::uint64_t>(__u32)> read;
+  if (!ro->agg_keyed) {
+    read = [&, hist_fd = bpf_map__fd(skel_->maps.hists),
+            carry_fd = bpf_map__fd(skel_->maps.hist_carry)](__u32 h) {
+      const __u32 key = ka.func_id * ro->n_hists + h;
+      return read_hist(hist_fd, carry_fd, &key, sizeof(key));
+    };
+  } else {
+    pmcprof_agg_key key{};
+    key.func_id = ka.func_id;
+    key.cgroup_id = ka.cgroup_id;
+    std::memcpy(key.key.b, ka.key.data(), std::min(ka.key.size(), sizeof(key.key.b)));
+    key.other = ka.other ? 1 : 0;
+    read = [&, key, hist_fd = bpf_map__fd(skel_->maps.hists_keyed),
+            carry_fd = bpf_map__fd(skel_->maps.hists_keyed_carry)](__u32 h) mutable {
+      key.hist = static_cast<__u16>(h);
+      return read_hist(hist_fd, carry_fd, &key, sizeof(key));
+    };
+  }
+  // Histograms as [wall, on-CPU, event 0, ...]; a clock event's is the on-CPU one.
+  const std::size_t n_events = events_.size();
+  ka.hists.assign(PMCPROF_HIST_EVENT0 + n_events, {});
+  ka.hists[PMCPROF_HIST_WALL] = read(PMCPROF_HIST_WALL);
+  ka.hists[PMCPROF_HIST_ONCPU] = read(PMCPROF_HIST_ONCPU);
+  for (std::size_t i = 0; i < n_events; ++i)
+    ka.hists[PMCPROF_HIST_EVENT0 + i] = (config_.clock_events >> i) & 1
+                                            ? ka.hists[PMCPROF_HIST_ONCPU]
+                                            : read(ro->event_hist[i]);
+  ka.metric_hists.clear();
+  for (std::size_t m = 0; m < ro->n_metrics; ++m) ka.metric_hists.push_back(read(ro->metric_hist[m]));
+}
+
+std::vector<KernelAggregate> FuncObject::read_aggregates() {
+  if (!(config_.agg_mode & PMCPROF_AGG_KERNEL)) return {};
+  // The scalars and the histograms are separate maps: a call summed between the two reads
+  // would be in one and not the other (an interval whose buckets hold more calls than its
+  // measured_calls). So the scalars are read again after the histograms, and the read taken
+  // only when no call was summed in between. A function called faster than one read takes
+  // (tens of microseconds) may never give such a moment: after kConsistentTries the last read
+  // stands, its histograms ahead of its scalars by the calls summed during it (the run's
+  // totals are exact all the same: the next read takes them in).
+  constexpr int kConsistentTries = 16;
+  auto calls = [](const std::vector<KernelAggregate>& v) {
+    std::uint64_t n = 0;
+    for (const auto& ka : v) n += ka.agg->calls;
+    return std::pair{v.size(), n};
+  };
+  std::vector<KernelAggregate> out = read_scalars();
+  for (int attempt = 1;; ++attempt) {
+    for (auto& ka : out) read_histograms(ka);
+    auto after = read_scalars();
+    if (calls(after) == calls(out) || attempt == kConsistentTries) {
+      if (attempt == kConsistentTries && calls(after) != calls(out)) ++inconsistent_reads_;
+      return out;
+    }
+    out = std::move(after);
+  }
 }
 
 std::vector<FuncProbeStats> FuncObject::read_func_stats() const {

@@ -749,6 +749,10 @@ void FunctionSession::stop() {
   if (s.stream) s.stream->drain();
   if (s.plan.interval_ms && stop_ns > s.previous_ns) s.interval(stop_ns);
   s.counters.disable();
+  if (s.plan.verbose && !s.plan.quiet && s.object.inconsistent_reads())
+    std::cerr << "pmcprof: " << s.object.inconsistent_reads()
+              << " interval reads found no moment without a call being summed: their "
+                 "histograms hold a few calls more than their measured_calls\n";
 }
 
 void FunctionSession::finish(const RunEnd& end) {

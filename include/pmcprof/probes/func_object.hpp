@@ -189,7 +189,10 @@ class FuncObject {
   int records_fd() const;
 
   // Not const: histogram reads keep the state that makes 32-bit kernel buckets 64-bit.
+  // The scalars and histograms of a moment no call was summed in, when one came in a few
+  // tries (inconsistent_reads() counts the reads where none did).
   std::vector<KernelAggregate> read_aggregates();
+  std::uint64_t inconsistent_reads() const { return inconsistent_reads_; }
   // [func id] summed over CPUs, calibration id included.
   std::vector<FuncProbeStats> read_func_stats() const;
   std::uint64_t untracked() const;  // processes the fork hook could not add to the filter
@@ -225,6 +228,8 @@ class FuncObject {
   static void destroy(func_bpf* skel);
   FuncObject(BpfEventMap events, FuncObjectConfig config)
       : events_(std::move(events)), config_(std::move(config)) {}
+  std::vector<KernelAggregate> read_scalars() const;  // histograms left empty
+  void read_histograms(KernelAggregate& ka);
   std::vector<std::uint64_t> read_hist(int map_fd, int carry_fd, const void* key,
                                        std::size_t key_size);
   struct HistState {
@@ -233,6 +238,7 @@ class FuncObject {
     std::vector<std::uint64_t> total;       // never below what a read saw
   };
   std::map<std::string, HistState> hist_state_;  // by map key bytes
+  std::uint64_t inconsistent_reads_ = 0;  // read_aggregates gave up on a quiet moment
   BpfEventMap events_;
   FuncObjectConfig config_;
   ThreadStore store_ = ThreadStore::task_storage;
