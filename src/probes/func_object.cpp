@@ -553,11 +553,11 @@ void FuncObject::read_histograms(KernelAggregate& ka) {
   ka.hists[PMCPROF_HIST_WALL] = read(PMCPROF_HIST_WALL);
   ka.hists[PMCPROF_HIST_ONCPU] = read(PMCPROF_HIST_ONCPU);
   for (std::size_t i = 0; i < n_events; ++i)
-    ka.hists[PMCPROF_HIST_EVENT0 + i] = (config_.clock_events >> i) & 1
-                                            ? ka.hists[PMCPROF_HIST_ONCPU]
-                                            : read(ro->event_hist[i]);
+    ka.hists[PMCPROF_HIST_EVENT0 + i] =
+        (config_.clock_events >> i) & 1 ? ka.hists[PMCPROF_HIST_ONCPU] : read(ro->event_hist[i]);
   ka.metric_hists.clear();
-  for (std::size_t m = 0; m < ro->n_metrics; ++m) ka.metric_hists.push_back(read(ro->metric_hist[m]));
+  for (std::size_t m = 0; m < ro->n_metrics; ++m)
+    ka.metric_hists.push_back(read(ro->metric_hist[m]));
 }
 
 std::vector<KernelAggregate> FuncObject::read_aggregates() {

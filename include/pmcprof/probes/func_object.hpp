@@ -238,7 +238,7 @@ class FuncObject {
     std::vector<std::uint64_t> total;       // never below what a read saw
   };
   std::map<std::string, HistState> hist_state_;  // by map key bytes
-  std::uint64_t inconsistent_reads_ = 0;  // read_aggregates gave up on a quiet moment
+  std::uint64_t inconsistent_reads_ = 0;         // read_aggregates gave up on a quiet moment
   BpfEventMap events_;
   FuncObjectConfig config_;
   ThreadStore store_ = ThreadStore::task_storage;
