@@ -193,18 +193,20 @@ std::string bias_line(const ProbeBiasRow& b) {
   if (!b.calibrated) return line + "): not measured: " + b.why_not;
   line += ", " + format_grouped(static_cast<double>(b.calls), 0) + " calls of " + b.probed +
           (b.subtracted ? "; subtracted" : "; not subtracted") + "): the probe adds about " +
-          format_duration(b.oncpu_ns) + " on-CPU, " + format_duration(b.wall_ns) + " wall";
+          format_duration(b.oncpu_ns, true) + " on-CPU, " + format_duration(b.wall_ns, true) +
+          " wall";
   auto amounts = [](const std::vector<ProbeBiasRow::Event>& events) {
     std::string text;
     for (const auto& e : events)
-      if (e.per_call) text += ", " + format_amount(*e.per_call, e.unit, false) + " " + e.event;
+      // Whole numbers: the bias is a median of calls' counts, the nested cost a whole count.
+      if (e.per_call) text += ", " + format_point(*e.per_call, e.unit) + " " + e.event;
     return text;
   };
   line += amounts(b.events) + " per call";
   if (b.nested)
     line += "; a probed call nested in another adds it about " +
-            format_duration(b.nested->oncpu_ns) + " on-CPU, " + format_duration(b.nested->wall_ns) +
-            " wall" + amounts(b.nested->events) +
+            format_duration(b.nested->oncpu_ns, true) + " on-CPU, " +
+            format_duration(b.nested->wall_ns, true) + " wall" + amounts(b.nested->events) +
             (b.nested_subtracted ? " (subtracted)" : " (not subtracted)");
   return line;
 }
