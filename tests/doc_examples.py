@@ -247,6 +247,9 @@ def text_label(line):
     s = re.sub(r"(\d|\b(?:ns|us|ms|s))\*(?=\s|$)", r"\1", s)
     # a histogram's bar is its count drawn
     s = re.sub(r"\|[*#@= ]*\|", "|bar|", s)
+    # a linear histogram's open-ended last row ("1196032 -> ...") is there when calls ran past
+    # the range: a row like the others
+    s = re.sub(r"->\s+\.\.\.(?=\s)", "-> 0", s)
     # the checkout the example ran from (doctor's uprobe check names its own binary's path)
     s = re.sub(r"(?<!\S)/\S*/build/", "BUILD/", s)
     s = VALUE_WORDS.sub("#", s)
