@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <ostream>
 #include <string_view>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/platform/tracefs.hpp"
 #include "pmcprof/probes/elf_symbols.hpp"
+#include "pmcprof/probes/func_globs.hpp"
 #include "pmcprof/probes/kernel_functions.hpp"
 #include "pmcprof/probes/usdt.hpp"
 #include "pmcprof/util/error.hpp"
@@ -195,6 +197,13 @@ struct SiteResolver {
   std::optional<KernelProbeSupport> kernel_support;
   std::string tracefs;
 
+  std::optional<KernelFunctionTable> kernel_table;  // read at the first kernel function
+
+  const KernelFunctionTable& kernel_functions() {
+    if (!kernel_table) kernel_table.emplace();
+    return *kernel_table;
+  }
+
   const std::string& tracefs_dir() {
     if (tracefs.empty()) tracefs = ensure_tracefs_mounted();
     return tracefs;
@@ -274,7 +283,7 @@ struct SiteResolver {
         if (!kernel_support) kernel_support = probe_kernel_probe_support(BackendRequest::kprobe);
         // A region's end on a kernel function is a kprobe (a kretprobe for %return).
         choose_kernel_backend(t.name, BackendRequest::kprobe, *kernel_support,
-                              lookup_kernel_function(t.name));
+                              kernel_functions().lookup(t.name));
         s.backend = ProbeBackend::kprobe;
         s.function = t.name;
         s.retprobe = t.at_return;
@@ -306,6 +315,100 @@ struct SiteResolver {
     }
     return s;
   }
+};
+
+// A user function is its file (whatever path or link names it) and its offset there: aliases
+// (getpid and __getpid) are one function.
+std::string user_identity(const ElfFunction& f) {
+  std::error_code ec;
+  const auto real = std::filesystem::weakly_canonical(f.path, ec);
+  return "user:" + (ec ? f.path : real.string()) + "+" + std::to_string(f.file_offset);
+}
+
+// The rows the --func stand for: each one named, and every match of each glob, in order.
+class RowLister {
+ public:
+  explicit RowLister(SiteResolver& sites) : sites_(sites) {}
+
+  std::vector<TargetRow> rows;
+  std::vector<std::pair<std::size_t, std::string>> skipped;  // -v: what a glob left out
+
+  void add(const FuncTarget& t, std::size_t index) {
+    const bool glob = is_glob(t.name);
+    if (t.is_point()) {
+      rows.push_back({t, "", std::nullopt, std::nullopt});
+    } else if (t.kind == FuncTarget::Kind::user) {
+      add_user(t, index, glob);
+    } else if (t.kind == FuncTarget::Kind::syscall) {
+      if (glob)
+        add_syscalls(t, index);
+      else
+        rows.push_back({t, "syscall:" + t.name, std::nullopt, std::nullopt});
+    } else if (glob) {
+      add_kernel(t, index);
+    } else {
+      rows.push_back({t, "kernel:" + t.name, std::nullopt, std::nullopt});
+    }
+  }
+
+ private:
+  void add_user(const FuncTarget& t, std::size_t index, bool glob) {
+    const std::string binary = resolve_binary(t.binary, sites_.pid);
+    if (!glob) {
+      ElfFunction f = find_elf_function(binary, t.name);
+      rows.push_back({t, user_identity(f), std::nullopt, std::move(f)});
+      return;
+    }
+    const std::vector<ElfFunction> fns = elf_functions(binary);  // sorted by name
+    std::vector<std::string> names;
+    for (const auto& f : fns) names.push_back(f.symbol);
+    const auto matches = glob_matches(t.name, names);
+    if (matches.empty())
+      throw no_match_error(t, "function in " + binary, names,
+                           "list its functions with: nm " + binary);
+    for (const auto& m : matches) {
+      const auto& f = *std::lower_bound(
+          fns.begin(), fns.end(), m,
+          [](const ElfFunction& e, const std::string& name) { return e.symbol < name; });
+      rows.push_back({expanded_target(t, m), user_identity(f), index, f});
+    }
+  }
+
+  void add_syscalls(const FuncTarget& t, std::size_t index) {
+    if (!syscalls_) syscalls_ = syscall_names(sites_.tracefs_dir());
+    const auto matches = glob_matches(t.name, *syscalls_);
+    if (matches.empty())
+      throw no_match_error(t, "syscall", *syscalls_,
+                           "list them with: ls " + sites_.tracefs_dir() + "/events/syscalls");
+    for (const auto& m : matches)
+      rows.push_back({expanded_target(t, m), "syscall:" + m, index, std::nullopt});
+  }
+
+  void add_kernel(const FuncTarget& t, std::size_t index) {
+    if (!kernel_) kernel_ = attachable_kernel_functions();
+    const std::string& from = kernel_->source.empty() ? "/proc/kallsyms" : kernel_->source;
+    // pmcprof's own machinery is left out of a glob (bpf_*, ktime_get*) rather than failing
+    // the run: a probe there would fire inside pmcprof's programs.
+    std::size_t denied = 0;
+    const std::size_t before = rows.size();
+    for (const auto& m : glob_matches(t.name, kernel_->names)) {
+      if (!denied_kernel_function(m).empty()) {
+        ++denied;
+        continue;
+      }
+      rows.push_back({expanded_target(t, m), "kernel:" + m, index, std::nullopt});
+    }
+    const std::string own = std::to_string(denied) + " on pmcprof's own probe path left out";
+    if (rows.size() == before)
+      throw no_match_error(
+          t, "kernel function pmcprof may probe in " + from + (denied ? " (" + own + ")" : ""),
+          kernel_->names, "grep the name in " + from);
+    if (denied) skipped.emplace_back(index, own);
+  }
+
+  SiteResolver& sites_;
+  std::optional<std::vector<std::string>> syscalls_;  // listed once for every glob
+  std::optional<KernelFunctionList> kernel_;
 };
 
 void refuse_duplicates(const std::vector<AttachPoint>& points) {
@@ -442,18 +545,27 @@ std::vector<TracepointField> parse_tracepoint_format(const std::string& text) {
 ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
                                 const std::vector<RegionSpec>& regions,
                                 const std::vector<KeyArg>& key_args, BackendRequest backend,
-                                std::optional<pid_t> pid) {
+                                std::optional<pid_t> pid, std::ostream* verbose) {
   const std::size_t total = targets.size() + regions.size();
   if (total > PMCPROF_MAX_FUNCS)
     throw UserError("too many --func and --region (" + std::to_string(total) + "), at most " +
                     std::to_string(PMCPROF_MAX_FUNCS));
   ResolvedTargets out;
   KeySlots keys(key_args, out);
-  SiteResolver sites{backend, pid, std::nullopt, {}};
-  for (std::size_t i = 0; i < targets.size(); ++i) {
+  SiteResolver sites{backend, pid, std::nullopt, {}, std::nullopt};
+  RowLister lister(sites);
+  for (std::size_t i = 0; i < targets.size(); ++i) lister.add(targets[i], i);
+  std::vector<TargetRow>& rows = lister.rows;
+  const auto dropped = drop_duplicate_rows(rows);
+  // Said before the limit is checked: -v then lists what a glob too wide matched.
+  if (verbose)
+    for (const auto& line : describe_expansions(rows, dropped, targets, lister.skipped))
+      *verbose << "pmcprof: " << line << "\n";
+  check_row_limit(rows, targets, regions.size(), PMCPROF_MAX_FUNCS);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
     AttachPoint p;
     p.func_id = static_cast<std::uint32_t>(i);
-    p.target = targets[i];
+    p.target = rows[i].target;
     p.label = p.target.text;
     const std::string what = quote(p.target.text);
     if (p.target.is_point()) {
@@ -470,7 +582,7 @@ ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
                           "probe a function that calls it, or a syscall (--func syscall:NAME)");
         if (!sites.kernel_support) sites.kernel_support = probe_kernel_probe_support(backend);
         p.backend = choose_kernel_backend(p.target.name, backend, *sites.kernel_support,
-                                          lookup_kernel_function(p.target.name));
+                                          sites.kernel_functions().lookup(p.target.name));
         p.kprobe_fallback = p.backend == ProbeBackend::fentry &&
                             backend == BackendRequest::automatic && sites.kernel_support->kprobe;
         if (keys.wanted()) {
@@ -485,8 +597,8 @@ ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
       }
       case FuncTarget::Kind::user: {
         p.backend = ProbeBackend::uprobe;
-        p.binary = resolve_binary(p.target.binary, pid);
-        p.file_offset = find_elf_function(p.binary, p.target.name).file_offset;
+        p.binary = rows[i].user->path;  // resolved and looked up by the lister
+        p.file_offset = rows[i].user->file_offset;
         p.start = uprobe_start_of(p.binary, p.file_offset);
         if (keys.wanted())
           p.key_slot = keys.add(entry_key_spec(key_args, ProbeBackend::uprobe, true, what));
@@ -508,7 +620,7 @@ ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
   }
   for (std::size_t i = 0; i < regions.size(); ++i) {
     AttachPoint p;
-    p.func_id = static_cast<std::uint32_t>(targets.size() + i);
+    p.func_id = static_cast<std::uint32_t>(rows.size() + i);
     p.shape = MeasureShape::region;
     p.target = regions[i].start;
     p.label = regions[i].label();

@@ -40,55 +40,105 @@ std::vector<std::string> kallsyms_functions(const std::string& text) {
   return out;
 }
 
-KernelFuncInfo lookup_kernel_function(const std::string& name) {
-  KernelFuncInfo info;
+namespace {
+
+// Where ftrace lists the functions it can attach to (tracefs, or its debugfs mount).
+constexpr const char* kFilterFunctionFiles[] = {
+    "/sys/kernel/tracing/available_filter_functions",
+    "/sys/kernel/debug/tracing/available_filter_functions"};
+
+}  // namespace
+
+std::vector<std::string> filter_function_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line, sym;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    if (fields >> sym) out.push_back(sym);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+KernelFunctionList attachable_kernel_functions() {
+  for (const char* path : kFilterFunctionFiles) {
+    auto text = read_file(path);  // fails (EPERM) where ftrace's function tracer is off
+    if (text && !text->empty()) return {path, filter_function_names(*text)};
+  }
   const auto kallsyms = read_file("/proc/kallsyms");
-  if (kallsyms) info.in_kallsyms = kallsyms_has_function(*kallsyms, name);
+  if (!kallsyms) return {};
+  KernelFunctionList list{"/proc/kallsyms", kallsyms_functions(*kallsyms)};
+  std::erase_if(list.names, [](const std::string& n) {
+    return starts_with(n, "__pfx_") || starts_with(n, "__cfi_");
+  });
+  return list;
+}
+
+namespace {
+
+std::vector<std::string> sorted_unique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+bool has(const std::vector<std::string>& sorted, const std::string& name) {
+  return std::binary_search(sorted.begin(), sorted.end(), name);
+}
+
+constexpr const char* kKprobeBlacklist = "/sys/kernel/debug/kprobes/blacklist";
+
+}  // namespace
+
+KernelFunctionTable::KernelFunctionTable() : btf_(nullptr, btf__free) {
+  if (const auto kallsyms = read_file("/proc/kallsyms")) {
+    have_kallsyms_ = true;
+    text_symbols_ = kallsyms_functions(*kallsyms);
+  }
   {
     LibbpfQuiet quiet;
-    if (btf* vmlinux = btf__load_vmlinux_btf()) {
-      info.in_btf = btf__find_by_name_kind(vmlinux, name.c_str(), BTF_KIND_FUNC) > 0;
-      btf__free(vmlinux);
-    }
+    btf_.reset(btf__load_vmlinux_btf());
   }
-  if (kallsyms && !info.in_kallsyms && !info.in_btf)
-    info.close_names = closest_matches(name, kallsyms_functions(*kallsyms));
-  // ftrace's list of attachable functions: one missing from it is notrace (fentry cannot
-  // attach, and kprobes cannot either on kernels without CONFIG_KPROBE_EVENTS_ON_NOTRACE).
-  for (const char* path : {"/sys/kernel/tracing/available_filter_functions",
-                           "/sys/kernel/debug/tracing/available_filter_functions"}) {
-    auto text = read_file(path);
+  for (const char* path : kFilterFunctionFiles) {
+    const auto text = read_file(path);
     if (!text || text->empty()) continue;
-    bool listed = false;
-    std::istringstream in(*text);
-    std::string line;
-    while (!listed && std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string sym;
-      fields >> sym;
-      listed = sym == name;
-    }
-    if (!listed && (info.in_kallsyms || info.in_btf)) {
-      info.traceable = false;
-      info.not_traceable_why = std::string("it is not in ") + path +
-                               " (notrace, or inlined: neither fentry nor kprobes can attach)";
-    }
+    filter_path_ = path;
+    filter_names_ = filter_function_names(*text);
     break;
   }
-  for (const char* path : {"/sys/kernel/debug/kprobes/blacklist"}) {
-    auto text = read_file(path);
-    if (!text) continue;
+  if (const auto text = read_file(kKprobeBlacklist)) {
     std::istringstream in(*text);
     std::string range, sym;
-    while (in >> range >> sym) {
-      if (sym == name) {
-        info.traceable = false;
-        info.not_traceable_why =
-            "it is in the kernel's kprobe blacklist (" + std::string(path) + ")";
-      }
-    }
+    while (in >> range >> sym) blacklist_.push_back(sym);
+    blacklist_ = sorted_unique(std::move(blacklist_));
+  }
+}
+
+KernelFuncInfo KernelFunctionTable::lookup(const std::string& name) const {
+  KernelFuncInfo info;
+  info.in_kallsyms = has(text_symbols_, name);
+  if (btf_) info.in_btf = btf__find_by_name_kind(btf_.get(), name.c_str(), BTF_KIND_FUNC) > 0;
+  if (have_kallsyms_ && !info.in_kallsyms && !info.in_btf)
+    info.close_names = closest_matches(name, text_symbols_);
+  // ftrace's list of attachable functions: one missing from it is notrace (fentry cannot
+  // attach, and kprobes cannot either on kernels without CONFIG_KPROBE_EVENTS_ON_NOTRACE).
+  if (!filter_path_.empty() && !has(filter_names_, name) && (info.in_kallsyms || info.in_btf)) {
+    info.traceable = false;
+    info.not_traceable_why = "it is not in " + filter_path_ +
+                             " (notrace, or inlined: neither fentry nor kprobes can attach)";
+  }
+  if (has(blacklist_, name)) {
+    info.traceable = false;
+    info.not_traceable_why =
+        "it is in the kernel's kprobe blacklist (" + std::string(kKprobeBlacklist) + ")";
   }
   return info;
+}
+
+KernelFuncInfo lookup_kernel_function(const std::string& name) {
+  return KernelFunctionTable().lookup(name);
 }
 
 KernelProbeSupport probe_kernel_probe_support(BackendRequest request) {

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "pmcprof/probes/func_globs.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -39,6 +40,17 @@ bool valid_identifier(std::string_view s) {
     auto u = static_cast<unsigned char>(c);
     if (!std::isalnum(u) && c != '_' && c != '.' && c != '$' && c != '@') return false;
   }
+  return true;
+}
+
+// A function's name in --func, or a glob of names (*, ?, [...]) that stands for every match.
+// Throws for a malformed glob; false for a name that is neither.
+bool valid_function_name(std::string_view s, const std::string& text) {
+  if (!is_glob(s)) return valid_identifier(s);
+  if (!valid_glob(s))
+    throw UserError("invalid wildcard pattern " + quote(s) + " in --func " + quote(text),
+                    "a pattern takes *, ? and [...] as fnmatch(3) does, between the characters "
+                    "of function names, e.g. --func 'libc:str*' or --func 'syscall:get[pu]id'");
   return true;
 }
 
@@ -147,7 +159,7 @@ FuncTarget parse_func_target(std::string_view raw) {
   if (auto rest = strip_prefix(text, "syscall:"); !rest.empty() || text == "syscall:") {
     if (starts_with(rest, "sys_")) rest.remove_prefix(4);  // sys_getppid -> getppid
     check_length(rest, kMaxSyscallName, "the syscall name", t.text);
-    if (!valid_identifier(rest))
+    if (!valid_function_name(rest, t.text))
       throw UserError(
           "invalid syscall name in --func " + quote(t.text),
           "e.g. --func syscall:getppid (names as in /sys/kernel/tracing/events/syscalls)");
@@ -157,19 +169,20 @@ FuncTarget parse_func_target(std::string_view raw) {
   }
   if (auto rest = strip_prefix(text, "kernel:"); !rest.empty() || text == "kernel:") {
     check_length(rest, kMaxKernelName, "the kernel function name", t.text);
-    if (!valid_identifier(rest))
+    if (!valid_function_name(rest, t.text))
       throw UserError("invalid kernel function name in --func " + quote(t.text), kFuncHint);
     t.kind = FuncTarget::Kind::kernel;
     t.name = std::string(rest);
     return t;
   }
-  auto colon = text.rfind(':');
+  // A glob's [[:alpha:]] holds colons that do not end a file name.
+  const auto colon = last_colon_outside_brackets(text);
   if (colon == std::string_view::npos) {
     if (text.find('/') != std::string_view::npos)
       throw UserError("--func " + quote(t.text) + " names a file but no symbol",
                       "write PATH:SYMBOL, e.g. --func /usr/bin/bash:readline");
     check_length(text, kMaxKernelName, "the kernel function name", t.text);
-    if (!valid_identifier(text))
+    if (!valid_function_name(text, t.text))
       throw UserError("invalid kernel function name in --func " + quote(t.text), kFuncHint);
     t.kind = FuncTarget::Kind::kernel;
     t.name = std::string(text);
@@ -188,7 +201,7 @@ FuncTarget parse_func_target(std::string_view raw) {
                         " names a point inside or at the return of a "
                         "function: --func measures whole calls",
                     "use it as one end of a --region START,END");
-  if (!valid_identifier(t.name))
+  if (!valid_function_name(t.name, t.text))
     throw UserError("invalid symbol " + quote(t.name) + " in --func " + quote(t.text), kFuncHint);
   return t;
 }
@@ -250,6 +263,10 @@ FuncTarget parse_probe_point(std::string_view raw, const char* which) {
   if (f.kind == FuncTarget::Kind::usdt || f.kind == FuncTarget::Kind::tracepoint)
     throw UserError(flag + " " + quote(t.text) + ": %return and +OFFSET apply to functions",
                     kRegionHint);
+  // A region is one pair of points: a pattern would stand for many.
+  if (is_glob(f.name))
+    throw UserError(flag + " " + quote(t.text) + ": a --region point takes no wildcard",
+                    "name one function at each end of a region; wildcards are for --func");
   if (offset && f.kind != FuncTarget::Kind::user)
     throw UserError(flag + " " + quote(t.text) + ": +OFFSET applies to a user function",
                     "write PATH:SYMBOL+OFFSET");

@@ -192,7 +192,8 @@ struct FunctionSession::State {
         intervals(r),
         quiet(p.verbose),
         agg(checked_aggregate(p)),
-        resolved(resolve_targets(p.targets, p.regions, p.key_args, p.backend, p.pid)),
+        resolved(resolve_targets(p.targets, p.regions, p.key_args, p.backend, p.pid,
+                                 p.verbose && !p.quiet ? &std::cerr : nullptr)),
         points(resolved.points),
         // BPF reads counters on the CPU a call runs on: always one per CPU.
         counters(CounterSet::open(p.groups, CounterTarget::system_wide(online_cpus()))),

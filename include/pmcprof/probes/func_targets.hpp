@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -77,11 +78,13 @@ struct ResolvedTargets {
 
 // Resolves every --func and --region (binaries, ELF offsets, SDT notes and their argument
 // specs, kallsyms/BTF, tracepoints, the kprobe blacklist and pmcprof's own denylist) before
-// anything is loaded: a bad target fails the run in one line. Throws UserError.
+// anything is loaded: a bad target fails the run in one line. A --func glob stands for a row
+// per function it matches (probes/func_globs.hpp); `verbose` is told what each matched.
+// Throws UserError.
 ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
                                 const std::vector<RegionSpec>& regions,
                                 const std::vector<KeyArg>& key_args, BackendRequest backend,
-                                std::optional<pid_t> pid);
+                                std::optional<pid_t> pid, std::ostream* verbose = nullptr);
 
 // The fields of a tracepoint's record a --by argN can name (its format file, without the
 // common_ fields and a syscall's __syscall_nr), in order: name, offset, size, signed. Pure.

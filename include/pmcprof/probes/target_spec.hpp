@@ -68,6 +68,8 @@ using KeySpec = std::vector<ArgSpec>;  // in --by order
 //   usdt:BINARY:PROVIDER:NAME   a USDT probe (in an executable or a library; BINARY "" or
 //                           usdt:PROVIDER:NAME: the -p process's executable and libraries)
 //   tracepoint:CATEGORY:NAME   a tracepoint
+// NAME of a kernel function, a syscall or a user function may be a glob (*, ?, [...]):
+// resolve_targets expands it to every match (probes/func_globs.hpp).
 // A USDT probe or a tracepoint has no return: given to --func, each hit is counted (and
 // keyed) as a call of zero length.
 // Throws UserError on malformed input.
