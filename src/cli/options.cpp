@@ -343,9 +343,13 @@ int run_cli(int argc, char** argv) {
       "exits. Each option takes one value: repeat it for more (--func a --func b).");
 
   ListOptions list_opts;
-  CLI::App* list = app.add_subcommand("list", "List the events libpfm4 knows");
-  list->add_option("filter", list_opts.filter, "Show only names or descriptions containing this");
-  list->add_flag("--all", list_opts.all_pmus, "Include PMUs that are not present on this machine");
+  CLI::App* list = app.add_subcommand(
+      "list", "List the events stat takes and whether this machine counts them, by section");
+  list->add_option("filter", list_opts.filter,
+                   "Show only names or descriptions containing this, names a glob matches "
+                   "('sched:*'), or a section: hw, sw, cache, pmu, tracepoint");
+  list->add_flag("--all", list_opts.all_pmus,
+                 "Include libpfm4's PMUs that are not present on this machine");
   list->add_flag("-j,--json", list_opts.json, "JSON output");
   list->add_flag("--names", list_opts.names_only, "One event name a line (for completion)");
   list->add_flag("--metrics", list_opts.metrics,

@@ -80,13 +80,10 @@ void apply_modifiers(const EventModifiers& mods, perf_event_attr& attr) {
   if (mods.precise) attr.precise_ip = static_cast<unsigned>(mods.precise);
 }
 
-namespace {
-
-// sys:name, lower-case system (tracepoint systems are; libpfm4's PMU::EVENT:UMASK are not).
-bool tracepoint_syntax(const std::string& name) {
+bool looks_like_tracepoint(std::string_view name) {
   const auto colon = name.find(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == name.size() ||
-      name.find(':', colon + 1) != std::string::npos)
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == name.size() ||
+      name.find(':', colon + 1) != std::string_view::npos)
     return false;
   auto ok = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; };
   for (std::size_t i = 0; i < name.size(); ++i)
@@ -94,8 +91,6 @@ bool tracepoint_syntax(const std::string& name) {
       return false;
   return true;
 }
-
-}  // namespace
 
 EventResolver::EventResolver(const PfmLibrary& pfm, EventSources sources)
     : pfm_(pfm),
@@ -146,7 +141,7 @@ std::optional<ResolvedEvent> EventResolver::resolve_core_legacy(const EventSpec&
 }
 
 std::optional<ResolvedEvent> EventResolver::resolve_tracepoint(const EventSpec& spec) const {
-  if (!tracepoint_syntax(spec.name)) return std::nullopt;
+  if (!looks_like_tracepoint(spec.name)) return std::nullopt;
   std::string tracefs = sources_.tracefs;
   if (tracefs.empty()) {
     try {
@@ -264,12 +259,8 @@ std::vector<ResolvedGroup> EventResolver::resolve(const std::vector<EventGroupSp
 
 std::vector<std::string> EventResolver::known_names() const {
   std::vector<std::string> names;
-  for (const auto& pmu : event_catalog(pfm_, /*present_only=*/true)) {
-    for (const auto& e : pmu.events) {
-      // The generic perf PMU's names are written lower-case without a prefix, like perf.
-      names.push_back(pmu.name == "perf" ? to_lower(e.name) : pmu.name + "::" + e.name);
-    }
-  }
+  for (const auto& pmu : event_catalog(pfm_, /*present_only=*/true))
+    for (const auto& e : pmu.events) names.push_back(e.name);
   return names;
 }
 

@@ -206,8 +206,39 @@ TEST(EventCatalog, PerfPmuIsPresent) {
   const CatalogPmu* perf = find_pmu(pmus, "perf");
   ASSERT_NE(perf, nullptr);
   EXPECT_TRUE(perf->present);
-  EXPECT_TRUE(has_event(*perf, {"CYCLES", "PERF_COUNT_HW_CPU_CYCLES"}));
+  // Listed as -e takes them: the generic PMU's names lower-case and bare.
+  EXPECT_TRUE(has_event(*perf, {"cycles", "perf_count_hw_cpu_cycles"}));
   for (const auto& p : pmus) EXPECT_TRUE(p.present) << p.name;
+}
+
+// The generic perf PMU's table mixes kinds; each event lands in perf list's section for the
+// perf_event_attr type it encodes to, and only the software one counts without a PMU.
+TEST(EventCatalog, GenericEventsInTheirSections) {
+  PfmLibrary pfm;
+  auto pmus = event_catalog(pfm, /*present_only=*/true);
+  auto section_of = [&](const char* event) -> const CatalogPmu* {
+    for (const auto& p : pmus)
+      if (p.name == "perf" && has_event(p, {event})) return &p;
+    return nullptr;
+  };
+  for (const char* e : {"cycles", "instructions", "branch-misses", "task-clock", "page-faults",
+                        "l1-dcache-load-misses", "llc-loads"})
+    ASSERT_NE(section_of(e), nullptr) << e;
+  EXPECT_EQ(section_of("cycles")->section, EventSection::hardware);
+  EXPECT_EQ(section_of("branch-misses")->section, EventSection::hardware);
+  EXPECT_EQ(section_of("task-clock")->section, EventSection::software);
+  EXPECT_EQ(section_of("page-faults")->section, EventSection::software);
+  EXPECT_EQ(section_of("l1-dcache-load-misses")->section, EventSection::hardware_cache);
+  EXPECT_TRUE(section_of("cycles")->needs_core_pmu);
+  EXPECT_TRUE(section_of("llc-loads")->needs_core_pmu);
+  EXPECT_FALSE(section_of("task-clock")->needs_core_pmu);
+  const CatalogPmu* raw = find_pmu(pmus, "perf_raw");
+  ASSERT_NE(raw, nullptr);
+  EXPECT_EQ(raw->section, EventSection::raw);
+  EXPECT_TRUE(raw->needs_core_pmu);
+  // perf list's order.
+  EXPECT_TRUE(std::is_sorted(pmus.begin(), pmus.end(),
+                             [](const auto& a, const auto& b) { return a.section < b.section; }));
 }
 
 TEST(EventCatalog, AllPmusIncludeAbsentOnes) {
@@ -223,11 +254,13 @@ TEST(EventCatalog, FilterKeepsClockEvents) {
   auto pmus = filter_catalog(event_catalog(pfm, true), "clock");
   const CatalogPmu* perf = find_pmu(pmus, "perf");
   ASSERT_NE(perf, nullptr);
-  EXPECT_TRUE(has_event(*perf, {"TASK-CLOCK", "PERF_COUNT_SW_TASK_CLOCK"}));
-  EXPECT_FALSE(has_event(*perf, {"CYCLES", "PERF_COUNT_HW_CPU_CYCLES", "INSTRUCTIONS"}));
+  EXPECT_EQ(perf->section, EventSection::software);
+  EXPECT_TRUE(has_event(*perf, {"task-clock"}));
+  for (const auto& p : pmus)
+    EXPECT_FALSE(has_event(p, {"cycles", "perf_count_hw_cpu_cycles", "instructions"})) << p.name;
   for (const auto& p : pmus)
     for (const auto& e : p.events) {
-      std::string hay = p.name + "::" + e.name + " " + e.description;
+      std::string hay = e.name + " " + e.description;
       for (const auto& u : e.umasks) hay += " " + e.name + ":" + u.name;
       std::string lower;
       for (char c : hay) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -249,6 +282,8 @@ TEST(EventCatalog, ForcedPmuIsPresent) {
     const CatalogPmu* skl = find_pmu(pmus, "skl");
     ASSERT_NE(skl, nullptr);
     EXPECT_TRUE(skl->present);
-    EXPECT_TRUE(has_event(*skl, {"INST_RETIRED"}));
+    EXPECT_EQ(skl->section, EventSection::model);
+    EXPECT_TRUE(skl->needs_core_pmu);
+    EXPECT_TRUE(has_event(*skl, {"skl::INST_RETIRED"}));
   });
 }

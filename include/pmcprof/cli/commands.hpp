@@ -25,7 +25,8 @@ struct ListOptions {
   bool metrics = false;        // --metrics: the -M metrics instead of events
   bool metric_groups = false;  // --metricgroups: the -M metric groups
 };
-// `pmcprof list`: what libpfm4 knows.
+// `pmcprof list`: the events stat takes (libpfm4's, the kernel PMUs' named events,
+// tracepoints), by section, each marked with whether this machine counts it.
 int run_list_command(const ListOptions& opts, std::ostream& out);
 
 struct ReportOptions {

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pmcprof/events/event_spec.hpp"
@@ -98,6 +99,11 @@ class EventResolver {
   EventSources sources_;
   std::vector<CorePmu> core_pmus_;
 };
+
+// Whether `name` is written as a tracepoint, CATEGORY:NAME with a lower-case category (as
+// tracepoint categories are; libpfm4's PMU::EVENT:UMASK are not). Only such names are looked
+// up in tracefs.
+bool looks_like_tracepoint(std::string_view name);
 
 // Applies perf-style modifiers to an encoded attr (exclude_*, precise_ip, pinned).
 void apply_modifiers(const EventModifiers& mods, perf_event_attr& attr);
