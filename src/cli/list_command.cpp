@@ -27,7 +27,9 @@ std::vector<CatalogPmu> whole_catalog(const PfmLibrary& pfm, bool all_pmus) {
     // As stat does for a tracepoint: mounts tracefs when root can and it is not mounted.
     pmus.push_back(tracepoint_catalog(ensure_tracefs_mounted()));
   } catch (const Error& e) {
-    pmus.push_back(unreadable_tracepoints(e.what()));
+    // Its hint (run as root, mount it) is what would list them.
+    pmus.push_back(unreadable_tracepoints(
+        e.hint().empty() ? e.what() : e.what() + std::string("; ") + e.hint()));
   }
   return pmus;
 }
