@@ -27,7 +27,7 @@ _pmcprof_top_opts="-h --help -V --version"
 # and --web.config.file FILE, but not those of stat's report (the *_report lists: intervals,
 # layout, metrics).
 _pmcprof_stat_args="-e --event -C --cpu -p --pid -t --tid --timeout --func --region --backend
-  --aggregate --by --max-keys --buffer-pages --thread-state -G --cgroup --for-each-cgroup
+  --aggregate --by --max-keys --top --buffer-pages --thread-state -G --cgroup --for-each-cgroup
   --cgroup-backend"
 _pmcprof_stat_flags="-h --help -a --all-cpus -A --per-cpu --no-aggr --no-sched-hook --no-compensate -v --verbose
   -q --quiet --python"
@@ -305,6 +305,7 @@ _pmcprof_complete_value() {
       _pmcprof_add "" "$cur" <<<$'pid\ncomm\ncpu\ncgroup\narg0\narg0:str\narg1\narg1:str\narg2\narg2:str'
       ;;
     --max-keys) _pmcprof_add "" "$cur" <<<$'16\n64\n256\n1024' ;;
+    --top) _pmcprof_add "" "$cur" <<<$'5\n10\n20' ;;
     --cgroup-backend) _pmcprof_add "" "$cur" <<<$'auto\nfd\nbpf' ;;
     --func) _pmcprof_complete_func "$cur" ;;
     --region)

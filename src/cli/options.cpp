@@ -166,6 +166,10 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
              "--by argN: keys per function or region; calls of further keys are folded into "
              "one 'other' row (default 64)")
       ->type_name("N");
+  add_number(stat, "--top", o.top, "--top", 1, 1000000,
+             "--by: show each function's N largest keys (by their first event's total, else wall "
+             "time); the rest are folded into one 'other (K keys)' row")
+      ->type_name("N");
   stat.add_option("--backend", o.backend, "Kernel function probes: auto, fentry or kprobe")
       ->type_name("NAME");
   stat.add_option("--aggregate", o.aggregate,

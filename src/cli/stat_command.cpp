@@ -284,6 +284,7 @@ void validate_function_mode(const StatOptions& opts) {
                             : opts.aggregate != "auto"    ? "--aggregate"
                             : opts.by                     ? "--by"
                             : opts.max_keys               ? "--max-keys"
+                            : opts.top                    ? "--top"
                             : opts.no_sched_hook          ? "--no-sched-hook"
                             : opts.buffer_pages != 256    ? "--buffer-pages"
                             : opts.thread_state != "auto" ? "--thread-state"
@@ -464,6 +465,12 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
     if (plan.by != Breakdown::args)
       throw UserError("--max-keys bounds the keys of --by argN", "add --by argN, or drop it");
     plan.max_keys = static_cast<std::size_t>(*opts.max_keys);
+  }
+  if (opts.top) {
+    if (plan.by == Breakdown::none)
+      throw UserError("--top keeps the largest keys of a --by breakdown: there is none",
+                      "add --by pid, comm, cpu, cgroup or argN, or drop --top");
+    plan.top = static_cast<std::size_t>(*opts.top);
   }
   plan.sched_hook = !opts.no_sched_hook;
   plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);

@@ -86,7 +86,14 @@ void judge_calls(DiffRow& row, const Quantity& b, const Quantity& n, const DiffR
 }
 
 std::string function_key(const FuncRow& f) {
-  return f.kind + '\n' + f.function + '\n' + f.by_value + '\n' + (f.other ? "other" : "");
+  return f.kind + '\n' + f.function + '\n' + f.by_value + '\n' + (f.other ? "other" : "") +
+         (f.total ? "total" : "");
+}
+
+// --top's folded row holds whichever keys were not the largest in its run: two runs' folded
+// rows are sums of different keys, nothing to compare.
+bool comparable(const FuncRow& f) {
+  return f.folded == 0;
 }
 
 DiffRow function_row(const FuncRow& f) {
@@ -136,16 +143,18 @@ void diff_function(DiffReport& out, const FuncRow* b, const FuncRow* n) {
 
 void diff_functions(DiffReport& out, const FunctionReport& b, const FunctionReport& n) {
   std::map<std::string, const FuncRow*> in_new;
-  for (const auto& f : n.functions) in_new.emplace(function_key(f), &f);
+  for (const auto& f : n.functions)
+    if (comparable(f)) in_new.emplace(function_key(f), &f);
   std::map<std::string, bool> seen;
   for (const auto& f : b.functions) {
+    if (!comparable(f)) continue;
     const auto key = function_key(f);
     auto it = in_new.find(key);
     diff_function(out, &f, it == in_new.end() ? nullptr : it->second);
     seen[key] = true;
   }
   for (const auto& f : n.functions)
-    if (!seen.count(function_key(f))) diff_function(out, nullptr, &f);
+    if (comparable(f) && !seen.count(function_key(f))) diff_function(out, nullptr, &f);
 }
 
 // ---- counting mode ----

@@ -286,6 +286,78 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
   return row;
 }
 
+std::string sort_quantity(const std::vector<FuncRow>& keys) {
+  if (!keys.empty() && keys.front().kind == "probe") return "calls";
+  // Whether the kernel opened the event, not whether each key got a value: a key whose every
+  // call was disturbed must not turn a whole function's order to wall time from run to run.
+  if (keys.empty() || keys.front().events.empty() ||
+      keys.front().events.front().per_call.status == CounterStatus::not_supported)
+    return "wall time";
+  return keys.front().events.front().event;
+}
+
+namespace {
+
+double sort_value(const FuncRow& row, const std::string& quantity) {
+  if (quantity == "calls") return static_cast<double>(row.calls);
+  if (quantity == "wall time") return row.wall.total;
+  // A key without a value (its calls all disturbed, the event not counted) after every key.
+  const Distribution& d = row.events.front().per_call;
+  return d.status == CounterStatus::ok ? shown_total(d) : -1;
+}
+
+// The merged stats of `stats[i]` for the i in `which`, starting from `none` (no calls).
+FuncStats merged(const std::vector<FuncStats>& stats, const std::vector<std::size_t>& which,
+                 const FuncStats& none) {
+  FuncStats out = none;
+  for (auto i : which) out.merge(stats[i]);
+  return out;
+}
+
+}  // namespace
+
+std::vector<FuncRow> order_keys(std::vector<FuncRow> rows, const std::vector<FuncStats>& stats,
+                                const FuncStats& none, std::optional<std::size_t> top,
+                                const FuncRowMaker& make) {
+  // Keys, and the argN `other` row (the calls of keys past --max-keys: not one key, and of no
+  // known number of keys), which stays after them.
+  std::vector<std::size_t> keys, other;
+  for (std::size_t i = 0; i < rows.size(); ++i) (rows[i].other ? other : keys).push_back(i);
+  std::vector<FuncRow> key_rows;
+  for (auto i : keys) key_rows.push_back(rows[i]);
+  const std::string quantity = sort_quantity(key_rows);
+  // Largest first; ties by calls, then by key, so that the order is the same every run.
+  std::stable_sort(keys.begin(), keys.end(), [&](std::size_t a, std::size_t b) {
+    const double va = sort_value(rows[a], quantity), vb = sort_value(rows[b], quantity);
+    if (va != vb) return va > vb;
+    if (rows[a].calls != rows[b].calls) return rows[a].calls > rows[b].calls;
+    return rows[a].by_value < rows[b].by_value;
+  });
+  const std::size_t shown = top ? std::min(*top, keys.size()) : keys.size();
+  std::vector<FuncRow> out;
+  for (std::size_t k = 0; k < shown; ++k) out.push_back(std::move(rows[keys[k]]));
+  // The keys past the N largest in one row, so that the rows shown still add up to the total.
+  if (shown < keys.size()) {
+    const std::vector<std::size_t> rest(keys.begin() + static_cast<std::ptrdiff_t>(shown),
+                                        keys.end());
+    FuncRow folded = make(merged(stats, rest, none));
+    folded.folded = rest.size();
+    folded.by_value =
+        "(other " + std::to_string(rest.size()) + (rest.size() == 1 ? " key)" : " keys)");
+    out.push_back(std::move(folded));
+  }
+  for (auto i : other) out.push_back(std::move(rows[i]));
+  std::vector<std::size_t> all = keys;
+  all.insert(all.end(), other.begin(), other.end());
+  FuncRow total = make(merged(stats, all, none));
+  total.total = true;
+  total.by_value = "(total)";
+  total.keys = keys.size();
+  total.sorted_by = quantity;
+  out.push_back(std::move(total));
+  return out;
+}
+
 double shown_total(const Distribution& d) {
   return d.estimated ? std::round(d.total) : d.total;
 }

@@ -220,6 +220,7 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
         static_cast<double>(r.lost));
   probe_bias_metrics(x, r);
   for (const auto& f : r.functions) {
+    if (f.total) continue;  // the sum of the key series: Prometheus sums them itself
     Labels fl{{"function", f.function}};
     if (f.other) {
       fl.emplace_back("other", "true");  // --by argN: the keys past --max-keys

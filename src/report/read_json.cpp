@@ -410,6 +410,12 @@ KeyValue read_key_value(const Ctx& c, const ojson& v, const std::string& path) {
 void read_key(const Ctx& c, const ojson& o, const std::string& path, const std::string& by,
               FuncRow& f) {
   if (by.empty()) return;
+  // --top: the keys past the N largest, in one row.
+  if (const auto folded = u64_or(c, o, path, "folded")) {
+    f.folded = folded;
+    f.by_value = "(other " + std::to_string(folded) + (folded == 1 ? " key)" : " keys)");
+    return;
+  }
   if (starts_with(by, "arg")) {
     f.other = boolean_or(c, o, path, "other");
     const ojson* args = find(o, "args");
@@ -530,12 +536,34 @@ ProbeBiasRow read_bias(const Ctx& c, const ojson& o, const std::string& path,
   return b;
 }
 
+// --by: each function's total row (files from before it have none), placed after the
+// function's keys as the report made it.
+void read_totals(const Ctx& c, const ojson& j, const std::string& path, FunctionReport& r) {
+  const ojson* totals = find(j, "totals");
+  if (!totals) return;
+  const std::string tp = member(path, "totals");
+  array_at(c, *totals, tp);
+  for (std::size_t i = 0; i < totals->size(); ++i) {
+    const std::string p = index(tp, i);
+    FuncRow t = read_function(c, (*totals)[i], p, "");
+    t.total = true;
+    t.by_value = "(total)";
+    t.keys = u64_or(c, (*totals)[i], p, "keys");
+    t.sorted_by = str_or(c, (*totals)[i], p, "sorted_by");
+    auto last = std::find_if(r.functions.rbegin(), r.functions.rend(), [&](const FuncRow& f) {
+      return f.function == t.function && f.kind == t.kind;
+    });
+    r.functions.insert(last == r.functions.rend() ? r.functions.end() : last.base(), std::move(t));
+  }
+}
+
 FunctionReport read_function_report(const Ctx& c, const ojson& j, const std::string& path) {
   FunctionReport r;
   r.target = str(c, j, path, "target");
   r.aggregation = str_or(c, j, path, "aggregation", "stream");
   r.by = str_or(c, j, path, "by");
   r.max_keys = u64_or(c, j, path, "max_keys");
+  if (const ojson* top = find(j, "top")) r.top = as_u64(c, *top, member(path, "top"));
   r.interval_s = opt_num(c, j, path, "interval");
   r.timestamp_unix_ns = u64_or(c, j, path, "timestamp_unix_ns");
   r.elapsed_ns = as_u64(c, need(c, j, path, "elapsed_ns"), member(path, "elapsed_ns"));
@@ -548,6 +576,7 @@ FunctionReport read_function_report(const Ctx& c, const ojson& j, const std::str
   const ojson& functions = array_at(c, need(c, j, path, "functions"), fp);
   for (std::size_t i = 0; i < functions.size(); ++i)
     r.functions.push_back(read_function(c, functions[i], index(fp, i), r.by));
+  read_totals(c, j, path, r);
   if (const ojson* biases = find(j, "probe_bias")) {
     const std::string bp = member(path, "probe_bias");
     array_at(c, *biases, bp);

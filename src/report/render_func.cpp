@@ -32,6 +32,11 @@ std::string dump(const ojson& j, int indent = -1) {
   return j.dump(indent, ' ', false, ojson::error_handler_t::replace);
 }
 
+// "1 key", "3 keys"
+std::string plural(std::uint64_t n, const std::string& what) {
+  return format_grouped(static_cast<double>(n), 0) + " " + what + (n == 1 ? "" : "s");
+}
+
 std::string dist_cells(const Distribution& d, const std::string& unit, std::uint64_t calls) {
   if (d.status == CounterStatus::not_supported) return pad_left("<not supported>", 16);
   if (d.status == CounterStatus::not_counted) return pad_left("<not counted>", 16);
@@ -105,7 +110,12 @@ void text_rows(std::ostream& out, const FunctionReport& r, const HistOptions& hi
   for (const auto& f : r.functions) {
     out << " " << esc(f.function) << "  [" << f.backend
         << (f.kind == "function" ? "" : " " + f.kind) << "]";
-    if (f.other)
+    if (f.total)
+      out << "  total (" << plural(f.keys, "key") << (f.sorted_by.empty() ? "" : ", sorted by ")
+          << esc(f.sorted_by) << ")";
+    else if (f.folded)
+      out << "  other (" << plural(f.folded, "key") << " past --top " << r.top.value_or(0) << ")";
+    else if (f.other)
       out << "  other keys (past the first " << r.max_keys << ")";
     else if (!f.args.empty())
       out << "  " << esc(f.by_value);
@@ -126,8 +136,11 @@ void text_rows(std::ostream& out, const FunctionReport& r, const HistOptions& hi
         << (f.hidden_switches ? " (" + format_grouped(static_cast<double>(f.hidden_switches), 0) +
                                     " at a switch the kernel did not report)"
                               : std::string())
-        << ", " << format_grouped(static_cast<double>(f.lost), 0) << " lost, "
-        << format_grouped(static_cast<double>(f.slept), 0) << " slept, "
+        // With --by a function's lost records are its total row's: no key has them.
+        << (r.by.empty() || f.total
+                ? ", " + format_grouped(static_cast<double>(f.lost), 0) + " lost"
+                : std::string())
+        << ", " << format_grouped(static_cast<double>(f.slept), 0) << " slept, "
         << format_grouped(static_cast<double>(f.migrated), 0) << " migrated";
     if (f.multiplexed)
       out << ", " << format_grouped(static_cast<double>(f.multiplexed), 0) << " multiplexed";
@@ -293,6 +306,79 @@ ojson metric_json(const FuncMetricRow& m) {
   return j;
 }
 
+// One function's row: a key's (or, --top, the folded keys'), or with --by its total row
+// (in "totals", without a key: every key's sums and the counts kept per function).
+ojson function_json(const FunctionReport& r, const FuncRow& f) {
+  const bool by_args = starts_with(r.by, "arg");
+  ojson fj;
+  fj["function"] = text(f.function);
+  fj["backend"] = f.backend;
+  fj["kind"] = f.kind;
+  if (f.total) {
+    fj["total"] = true;
+    fj["keys"] = f.keys;
+    fj["sorted_by"] = text(f.sorted_by);
+  } else if (by_args) {
+    ojson args = ojson::array();
+    for (const auto& a : f.args) {
+      if (a.type == KeyValue::Type::string)
+        args.push_back(text(a.text));
+      else if (a.type == KeyValue::Type::signed_int)
+        args.push_back(static_cast<std::int64_t>(a.bits));
+      else
+        args.push_back(a.bits);
+    }
+    fj["args"] = f.other || f.folded ? ojson(nullptr) : std::move(args);
+    fj["other"] = f.other;
+  } else if (!r.by.empty()) {
+    fj[r.by] = f.folded ? std::string() : text(f.by_value);
+  }
+  if (f.folded) fj["folded"] = f.folded;
+  if (f.cgroup_id) fj["cgroup_id"] = *f.cgroup_id;
+  fj["calls"] = f.calls;
+  fj["not_counted"] = f.not_counted;
+  fj["not_counted_hidden_switch"] = f.hidden_switches;
+  fj["lost"] = f.lost;
+  fj["slept"] = f.slept;
+  fj["migrated"] = f.migrated;
+  fj["multiplexed"] = f.multiplexed;
+  fj["depth_overflow"] = f.depth_overflow;
+  fj["unmatched_exits"] = f.unmatched_exits;
+  fj["abandoned"] = f.abandoned;
+  fj["reentered"] = f.reentered;
+  fj["state_failed"] = f.state_failed;
+  fj["not_aggregated"] = f.not_aggregated;
+  fj["read_errors"] = f.read_errors;
+  if (f.open) fj["open"] = *f.open;
+  if (!f.backend_note.empty()) fj["backend_note"] = f.backend_note;
+  if (f.probe_cost)
+    fj["probe_cost"] = {{"total_ns", json_number(std::round(f.probe_cost->total_ns()))},
+                        {"per_call_ns", json_number(f.probe_cost->per_call_ns)},
+                        {"calls", json_number(f.probe_cost->calls)}};
+  fj["wall_ns"] = json_number(f.wall.total);
+  // All calls disturbed: on-CPU time was not measured, which is not 0.
+  fj["oncpu_ns"] =
+      f.oncpu.status == CounterStatus::ok ? json_number(f.oncpu.total) : ojson(nullptr);
+  fj["wall"] = dist_json(f.wall);
+  fj["wall"]["buckets"] = histogram_buckets_json(f.wall_histogram);
+  fj["oncpu"] = dist_json(f.oncpu);
+  fj["oncpu"]["buckets"] = histogram_buckets_json(f.oncpu_histogram);
+  ojson events = ojson::object();
+  for (const auto& e : f.events) {
+    ojson ej = dist_json(e.per_call);
+    ej["unit"] = e.unit.empty() ? "count" : e.unit;
+    ej["buckets"] = histogram_buckets_json(e.histogram);
+    ej["attr"] = {{"type", e.kind.type}, {"config", e.kind.config}};
+    events[text(e.event)] = std::move(ej);
+  }
+  fj["events"] = std::move(events);
+  if (auto m = func_metric(f)) fj["metric"] = {{"value", m->value}, {"unit", m->unit}};
+  ojson metrics = ojson::object();
+  for (const auto& m : f.metrics) metrics[m.name] = metric_json(m);
+  fj["metrics"] = std::move(metrics);
+  return fj;
+}
+
 ojson report_json(const FunctionReport& r, const char* type) {
   ojson j;
   j["schema"] = kJsonSchema;
@@ -303,6 +389,7 @@ ojson report_json(const FunctionReport& r, const char* type) {
   if (!r.by.empty()) j["by"] = r.by;
   const bool by_args = starts_with(r.by, "arg");
   if (by_args) j["max_keys"] = r.max_keys;
+  if (r.top) j["top"] = *r.top;
   if (r.interval_s) j["interval"] = *r.interval_s;
   j["timestamp_unix_ns"] = r.timestamp_unix_ns;
   j["elapsed_ns"] = r.elapsed_ns;
@@ -344,72 +431,12 @@ ojson report_json(const FunctionReport& r, const char* type) {
     biases.push_back(std::move(bj));
   }
   j["probe_bias"] = std::move(biases);
-  ojson funcs = ojson::array();
-  for (const auto& f : r.functions) {
-    ojson fj;
-    fj["function"] = text(f.function);
-    fj["backend"] = f.backend;
-    fj["kind"] = f.kind;
-    if (by_args) {
-      ojson args = ojson::array();
-      for (const auto& a : f.args) {
-        if (a.type == KeyValue::Type::string)
-          args.push_back(text(a.text));
-        else if (a.type == KeyValue::Type::signed_int)
-          args.push_back(static_cast<std::int64_t>(a.bits));
-        else
-          args.push_back(a.bits);
-      }
-      fj["args"] = f.other ? ojson(nullptr) : std::move(args);
-      fj["other"] = f.other;
-    } else if (!r.by.empty()) {
-      fj[r.by] = text(f.by_value);
-    }
-    if (f.cgroup_id) fj["cgroup_id"] = *f.cgroup_id;
-    fj["calls"] = f.calls;
-    fj["not_counted"] = f.not_counted;
-    fj["not_counted_hidden_switch"] = f.hidden_switches;
-    fj["lost"] = f.lost;
-    fj["slept"] = f.slept;
-    fj["migrated"] = f.migrated;
-    fj["multiplexed"] = f.multiplexed;
-    fj["depth_overflow"] = f.depth_overflow;
-    fj["unmatched_exits"] = f.unmatched_exits;
-    fj["abandoned"] = f.abandoned;
-    fj["reentered"] = f.reentered;
-    fj["state_failed"] = f.state_failed;
-    fj["not_aggregated"] = f.not_aggregated;
-    fj["read_errors"] = f.read_errors;
-    if (f.open) fj["open"] = *f.open;
-    if (!f.backend_note.empty()) fj["backend_note"] = f.backend_note;
-    if (f.probe_cost)
-      fj["probe_cost"] = {{"total_ns", json_number(std::round(f.probe_cost->total_ns()))},
-                          {"per_call_ns", json_number(f.probe_cost->per_call_ns)},
-                          {"calls", json_number(f.probe_cost->calls)}};
-    fj["wall_ns"] = json_number(f.wall.total);
-    // All calls disturbed: on-CPU time was not measured, which is not 0.
-    fj["oncpu_ns"] =
-        f.oncpu.status == CounterStatus::ok ? json_number(f.oncpu.total) : ojson(nullptr);
-    fj["wall"] = dist_json(f.wall);
-    fj["wall"]["buckets"] = histogram_buckets_json(f.wall_histogram);
-    fj["oncpu"] = dist_json(f.oncpu);
-    fj["oncpu"]["buckets"] = histogram_buckets_json(f.oncpu_histogram);
-    ojson events = ojson::object();
-    for (const auto& e : f.events) {
-      ojson ej = dist_json(e.per_call);
-      ej["unit"] = e.unit.empty() ? "count" : e.unit;
-      ej["buckets"] = histogram_buckets_json(e.histogram);
-      ej["attr"] = {{"type", e.kind.type}, {"config", e.kind.config}};
-      events[text(e.event)] = std::move(ej);
-    }
-    fj["events"] = std::move(events);
-    if (auto m = func_metric(f)) fj["metric"] = {{"value", m->value}, {"unit", m->unit}};
-    ojson metrics = ojson::object();
-    for (const auto& m : f.metrics) metrics[m.name] = metric_json(m);
-    fj["metrics"] = std::move(metrics);
-    funcs.push_back(std::move(fj));
-  }
+  ojson funcs = ojson::array(), totals = ojson::array();
+  for (const auto& f : r.functions) (f.total ? totals : funcs).push_back(function_json(r, f));
   j["functions"] = std::move(funcs);
+  // --by: a total per function, apart from the keys, so that summing `functions` still gives
+  // each function's calls once.
+  if (!r.by.empty()) j["totals"] = std::move(totals);
   // --aggregate both: the kernel's sums of the same calls, inside the same document.
   if (r.kernel_view) j["kernel_view"] = report_json(*r.kernel_view, type);
   return j;

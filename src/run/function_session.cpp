@@ -553,55 +553,64 @@ struct FunctionSession::State {
       r.by = join(names, ",");
       r.max_keys = plan.max_keys;
     }
+    r.top = plan.top;
     r.untracked = object.untracked();
     r.probe_bias = bias_rows();
     std::uint64_t kernel_lost = 0;
     for (const auto& p : points) {
       const FuncProbeStats& fs = fstats[p.func_id];
       kernel_lost += fs.lost;
-      const std::size_t first = add_rows(r.functions, p, stats);
-      annotate(r.functions[first], p, fs, stream_view);
+      const std::size_t own = add_rows(r.functions, p, stats);
+      annotate(r.functions[own], p, fs, stream_view);
     }
     r.lost = stream_view ? std::max(lost_total, kernel_lost) : 0;
     r.partial = r.lost > 0;
     return r;
   }
 
-  // One row per key of point P (the "other" row of --by argN after the keys it did not fit
-  // in), or one empty row when it was never called. Returns the index of its first row.
+  // One row per key of point P, or one empty row when it was never called; with --by, in
+  // order_keys' order (sorted, folded past --top, the total row last). Returns the index of
+  // the row that carries the point's own counts: its total row with --by, else its one row.
   std::size_t add_rows(std::vector<FuncRow>& rows, const AttachPoint& p, const KeyedStats& stats) {
-    const std::size_t first = rows.size();
     const std::string backend = p.backend_text();
+    auto make = [&](const std::string& value, const FuncStats& s) {
+      FuncRow row = make_func_row(p.label, backend, value, s, 0, infos, metrics.infos);
+      set_bias_figures(row, p.func_id);
+      row.kind = to_string(p.shape);
+      // A single probe's hit is a call of zero length: no metric of it means anything.
+      if (p.shape == MeasureShape::probe) row.metrics.clear();
+      return row;
+    };
+    std::vector<FuncRow> keys;
+    std::vector<FuncStats> key_stats;
     for (const auto& [key, s] : stats) {
       if (key.func_id != p.func_id) continue;
       std::optional<std::uint64_t> cgroup_id;
-      std::string value = by_value(key, cgroup_id);
-      rows.push_back(make_func_row(p.label, backend, value, s, 0, infos, metrics.infos));
-      FuncRow& row = rows.back();
-      set_bias_figures(row, p.func_id);
+      keys.push_back(make(by_value(key, cgroup_id), s));
+      key_stats.push_back(s);
+      FuncRow& row = keys.back();
       row.cgroup_id = cgroup_id;
       row.other = key.other;
       if (plan.by == Breakdown::args && !key.other) row.args = key_values(key.text);
     }
-    std::stable_partition(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end(),
-                          [](const FuncRow& f) { return !f.other; });
-    if (rows.size() == first)
-      rows.push_back(make_func_row(p.label, backend, "",
-                                   FuncStats(object.events().size(), metrics.per_call), 0, infos,
-                                   metrics.infos));
-    for (std::size_t i = first; i < rows.size(); ++i) {
-      rows[i].kind = to_string(p.shape);
-      // A single probe's hit is a call of zero length: no metric of it means anything.
-      if (p.shape == MeasureShape::probe) rows[i].metrics.clear();
-    }
-    return first;
+    const FuncStats none(object.events().size(), metrics.per_call);
+    const bool called = !keys.empty();
+    if (plan.by != Breakdown::none)
+      keys = order_keys(std::move(keys), key_stats, none, plan.top,
+                        [&](const FuncStats& s) { return make("", s); });
+    // A function never called still has its one entry (key ""), before its total of 0 keys.
+    if (!called) keys.insert(keys.begin(), make("", none));
+    rows.insert(rows.end(), std::make_move_iterator(keys.begin()),
+                std::make_move_iterator(keys.end()));
+    return rows.size() - 1;
   }
 
-  // What happened to the point's calls outside the sums, on its first row.
+  // What happened to the point's calls outside the sums, on its own row (with --by its total
+  // row: the kernel counts these per function, never per key).
   void annotate(FuncRow& row, const AttachPoint& p, const FuncProbeStats& fs,
                 bool stream_view) const {
-    // A function's lost records cannot be attributed to a --by key: the report's lost.
-    row.lost = stream_view && plan.by == Breakdown::none ? fs.lost : 0;
+    // A function's lost records cannot be attributed to a --by key: its total row's.
+    row.lost = stream_view ? fs.lost : 0;
     row.depth_overflow = fs.depth_overflow;
     row.unmatched_exits = fs.unmatched_exit;
     row.abandoned = fs.abandoned;
@@ -612,6 +621,8 @@ struct FunctionSession::State {
     // thread that went on without ending them (an error path past the end probe).
     if (p.shape == MeasureShape::region)
       row.open = fs.entered - std::min(fs.entered, fs.ended + fs.abandoned);
+    // Its probes also fired for the calls too deep or never returned: counted now.
+    set_bias_figures(row, p.func_id);
     if (!p.fallback_why.empty()) row.backend_note = "fentry refused: " + p.fallback_why;
     if (python_entry_missing(p, fs))
       row.backend_note =

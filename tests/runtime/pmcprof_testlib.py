@@ -946,6 +946,19 @@ def func_row(report, function):
     return rows[0]
 
 
+def func_total(report, function):
+    """FUNCTION's own row: with --by its entry in REPORT's totals (the sums of its keys, and the
+    counts kept per function: too deep, ends without a start, starts never ended, ...), else its
+    one row."""
+    if "by" not in report:
+        return func_row(report, function)
+    rows = [f for f in report.get("totals", [])
+            if f["function"] == function or f["function"].endswith(function)]
+    if len(rows) != 1:
+        raise AssertionError(f"{len(rows)} totals for {function!r}")
+    return rows[0]
+
+
 def func_event(row, event="task-clock"):
     return row["events"][event]
 

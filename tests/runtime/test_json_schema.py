@@ -3,7 +3,7 @@
 
 Real output of each mode (counting: -a --timeout, -- CMD, -A, -r 2, -I NDJSON, per cgroup with
 -G, --per-core/-socket/-node, --per-thread, -M with computed and uncomputable metrics,
---metric-only, pmu/term/ and tracepoint events; list --metrics -j; function mode: --func syscall:getppid, with -I, --aggregate both, --by; regions, single probes and --by argN keys (with 'other'), with -I too; list -j; doctor -j)
+--metric-only, pmu/term/ and tracepoint events; list --metrics -j; function mode: --func syscall:getppid, with -I, --aggregate both, --by; regions, single probes and --by argN keys (with 'other', --top's folded entry and the totals), with -I too; list -j; doctor -j)
 diff -j of two runs in each mode; and every pmcprof object in the examples of docs/json.md, validated with python3-jsonschema
 (Debian 12: 4.10, draft 2020-12). Also checks that the schema rejects typical regressions
 (a number written as a string, a missing field, an unknown or camelCase key, a bad status).
@@ -375,11 +375,14 @@ class FunctionMode(SchemaCase):
                 # (the uprobe start's arguments are region()'s: an id and a name too)
                 _, docs = self.run_json(["stat", "--aggregate", agg, "-e", "task-clock",
                                          "--region", region, "--region", mixed, "--by",
-                                         "arg0,arg1:str", "--max-keys", "2"],
+                                         "arg0,arg1:str", "--max-keys", "2", "--top", "1"],
                                         command=[sdt, "regions", "2", "10"])
                 kinds = {f["function"]: f["kind"] for f in docs[0]["functions"]}
                 self.assertEqual(kinds, {"work": "region", "mixed": "region"})
                 self.assertTrue(any(f["other"] for f in docs[0]["functions"]))
+                # --top 1 of 2 keys: a folded entry each, and a total each in totals.
+                self.assertTrue(any(f.get("folded") for f in docs[0]["functions"]))
+                self.assertEqual({f["function"] for f in docs[0]["totals"]}, {"work", "mixed"})
                 _, docs = self.run_json(["stat", "--aggregate", agg, "-e", "task-clock",
                                          "--func", f"{p}:tick", "--by", "arg0", "--max-keys",
                                          "2"], command=[sdt, "ticks", "8"])

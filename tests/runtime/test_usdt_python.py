@@ -172,8 +172,8 @@ class PythonTest(unittest.TestCase):
             self.assertEqual(r["backend"], "usdt")
             if r["args"] and r["args"][0] == self.script:
                 rows[r["args"][1]] = r
-        first = t.func_rows(rep, "python")[0]
-        # Counted per region, on its first row: the interpreter's own deep stacks (imports)
+        first = t.func_total(rep, "python")
+        # Counted per region, on its total entry: the interpreter's own deep stacks (imports)
         # may pass the 256 frames a thread keeps; the script's calls (rec: 200 deep) are all
         # within them.
         self.assertNotIn("backend_note", first, "profiled: no note about missing entries")
@@ -224,7 +224,7 @@ class PythonTest(unittest.TestCase):
     def test_without_profiler_entries_missing(self):
         s = t.func_stat(["-e", "task-clock", "--python"], command=[PYTHON, self.script])
         self.assertEqual(s.returncode, 0, s.stderr)
-        first = t.func_rows(s.json, "python")[0]
+        first = t.func_total(s.json, "python")
         mine = [r for r in t.func_rows(s.json, "python")
                 if r["args"] and r["args"][0] == self.script]
         t.log(f"no profiler: {first['unmatched_exits']} ends without a start, rows of the "

@@ -103,8 +103,8 @@ class SdtTest(unittest.TestCase):
                 # each region burns usec of CPU: p50 within a histogram bucket
                 t.assert_within(self, t.func_event(row)["p50"], usec * 1000, 0.25,
                                 f"{agg} {name} task-clock p50")
-            first = rows[(1, "alpha")]
-            self.assertEqual(first["open"], 0)
+            # Counted per region, on its total entry.
+            self.assertEqual(t.func_total(rep, label)["open"], 0)
             if agg == "kernel":
                 total = sum(t.func_event(r)["total"] for r in rows.values())
             bias = rep["probe_bias"]
@@ -144,8 +144,9 @@ class SdtTest(unittest.TestCase):
                 t.assert_within(self, totals[level], truth["levels_ns"][level], 0.05,
                                 f"level {level} task-clock vs the program's",
                                 abs_tol=n * (depth - level) * 20e3)
-        self.assertEqual(rows[(0,)]["unmatched_exits"], 0)
-        self.assertEqual(rows[(0,)]["open"], 0)
+        total = t.func_total(s.json, label)
+        self.assertEqual(total["unmatched_exits"], 0)
+        self.assertEqual(total["open"], 0)
 
     def test_deeper_than_the_stack(self):
         # Issue 22 (3): 16 levels were measured per thread, now 256 (PMCPROF_MAX_DEPTH);
@@ -154,14 +155,16 @@ class SdtTest(unittest.TestCase):
         label = region(self.wl)
         s = self.stat(["--region", label, "--by", "arg0"], [self.wl, "nested", str(depth), str(n)])
         rows = rows_by_args(s.json, label)
+        total = t.func_total(s.json, label)
         t.log(f"nested {depth} x{n}: levels measured {sorted(k[0] for k in rows)}, too deep "
-              f"{rows[(0,)]['depth_overflow']}")
+              f"{total['depth_overflow']}")
         self.assertEqual(set(rows), {(level,) for level in range(depth)})
         for row in rows.values():
             self.assertEqual(row["calls"], n)
-        self.assertEqual(rows[(0,)]["depth_overflow"], 0)
-        self.assertEqual(rows[(0,)]["unmatched_exits"], 0)
-        self.assertEqual(rows[(0,)]["open"], 0)
+        self.assertEqual(total["depth_overflow"], 0)
+        self.assertEqual(total["unmatched_exits"], 0)
+        self.assertEqual(total["open"], 0)
+        self.assertEqual(total["calls"], depth * n, "the total of every level")
         depth = 300
         s = self.stat(["--region", label], [self.wl, "nested", str(depth), str(n)])
         row = t.func_row(s.json, label)

@@ -17,7 +17,11 @@
  *   func_workload tiny N               tiny_function() N times (overhead measurements)
  *   func_workload burst N              tiny_function() N times as fast as possible
  *   func_workload pair N USEC_A USEC_B burn_a(USEC_A) then burn_b(USEC_B), N times: two
- *                                      functions whose work per call each run sets (diff) */
+ *                                      functions whose work per call each run sets (diff)
+ *   func_workload ladder N USEC        N rounds of burn_cpu with four arguments (--by arg0):
+ *                                      20*USEC once, USEC 10 times, 5*USEC once, 2*USEC once;
+ *                                      by total 20, 1, 5, 2 (x USEC): an order neither the calls
+ *                                      nor the arguments give. burn_cpu_calls: 13 N */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -84,7 +88,10 @@ static void inside_end(struct inside b) {
   inside_task_clock_ns += task_clock_ns() - b.task_clock;
 }
 
+static long burn_cpu_calls; /* calls of burn_cpu made, as the program counts them */
+
 __attribute__((noinline)) void burn_cpu(uint64_t usec) {
+  burn_cpu_calls++;
   struct inside b = inside_begin();
   spin_ns(usec * 1000);
   inside_end(b);
@@ -120,6 +127,14 @@ __attribute__((noinline)) int burn_and_migrate(uint64_t usec) {
   return from != to;
 }
 
+/* One round of `ladder`: burn_cpu's four keys, each with its own calls and total. */
+static void ladder_round(uint64_t usec) {
+  burn_cpu(20 * usec);
+  for (int k = 0; k < 10; k++) burn_cpu(usec);
+  burn_cpu(5 * usec);
+  burn_cpu(2 * usec);
+}
+
 /* Two functions of the same code, each its own symbol: one can be made slower than in another
  * run while the other stays the same (pmcprof diff). */
 __attribute__((noinline)) void burn_a(uint64_t usec) {
@@ -142,14 +157,15 @@ __attribute__((noinline)) int tiny_function(int x) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr,
-            "usage: %s burn|bimodal|sleep|migrate|getppid|tiny|burst|pair N [USEC [USEC2]]\n",
+            "usage: %s burn|bimodal|sleep|migrate|getppid|tiny|burst|pair|ladder N [USEC "
+            "[USEC2]]\n",
             argv[0]);
     return 2;
   }
   sched_getaffinity(0, sizeof(allowed_at_start), &allowed_at_start);
   const char* mode = argv[1];
   const int burns = !strcmp(mode, "burn") || !strcmp(mode, "bimodal") || !strcmp(mode, "sleep") ||
-                    !strcmp(mode, "migrate") || !strcmp(mode, "pair");
+                    !strcmp(mode, "migrate") || !strcmp(mode, "pair") || !strcmp(mode, "ladder");
   if (burns) open_task_clock(); /* only there: other modes make no extra system calls */
   long n = atol(argv[2]);
   uint64_t usec = argc > 3 ? strtoull(argv[3], NULL, 10) : 1000;
@@ -170,6 +186,8 @@ int main(int argc, char** argv) {
       migrated += burn_and_migrate(usec);
     else if (!strcmp(mode, "pair"))
       burn_a(usec), burn_b(usec2);
+    else if (!strcmp(mode, "ladder"))
+      ladder_round(usec);
     else if (!strcmp(mode, "getppid"))
       acc += (int)syscall(SYS_getppid) > 0;
     else if (!strcmp(mode, "tiny") || !strcmp(mode, "burst"))
@@ -189,8 +207,9 @@ int main(int argc, char** argv) {
     snprintf(task_clock, sizeof(task_clock), "%llu", (unsigned long long)inside_task_clock_ns);
   printf(
       "{\"mode\":\"%s\",\"calls\":%ld,\"inside_cpu_ns\":%llu,\"inside_task_clock_ns\":%s,"
-      "\"migrated\":%ld,\"wall_ns\":%llu,\"pid\":%d,\"acc\":%d,\"start_ns\":%llu}\n",
+      "\"migrated\":%ld,\"wall_ns\":%llu,\"pid\":%d,\"acc\":%d,\"start_ns\":%llu,"
+      "\"burn_cpu_calls\":%ld}\n",
       mode, n, (unsigned long long)inside_cpu_ns, task_clock, migrated, (unsigned long long)wall,
-      getpid(), acc, (unsigned long long)start);
+      getpid(), acc, (unsigned long long)start, burn_cpu_calls);
   return 0;
 }

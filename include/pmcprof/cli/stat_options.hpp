@@ -50,6 +50,7 @@ struct StatOptions {
   std::vector<std::string> regions;   // --region [NAME=]START,END, repeatable
   bool python = false;                // --python: Python functions (a region, keyed)
   std::optional<long long> max_keys;  // --max-keys
+  std::optional<long long> top;       // --top
   std::string backend = "auto";       // --backend auto|fentry|kprobe
   std::string aggregate = "auto";     // --aggregate auto|kernel|stream|both
   std::optional<std::string> by;      // --by pid|comm|cpu|cgroup|argN[:str][,argM[:str]]

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -98,6 +99,13 @@ struct FuncRow {
   std::optional<std::uint64_t> cgroup_id;  // --by cgroup
   std::vector<KeyValue> args;              // --by argN: the key (empty on the `other` row)
   bool other = false;                      // --by argN: the calls of keys past --max-keys, folded
+  // --by: the function's total row (the sums of all its keys, with the counts that are kept per
+  // function rather than per key), and the keys it sums (the `other` row's unknown ones aside).
+  bool total = false;
+  std::uint64_t keys = 0;
+  std::string sorted_by;  // the total row: what its keys are sorted by (sort_quantity)
+  // --top N: the keys past the N largest, folded into one row (how many; 0 on every other row).
+  std::uint64_t folded = 0;
   // Regions: starts that never ended (still open when the run ended, or left by their thread).
   std::optional<std::uint64_t> open;
   std::uint64_t calls = 0;
@@ -169,6 +177,7 @@ struct FunctionReport {
   std::string aggregation;   // "stream", "kernel"
   std::string by;            // "", "pid", "comm", "cpu", "cgroup", "arg0:str,arg1" (--by argN)
   std::size_t max_keys = 0;  // --by argN: keys per function before `other`
+  std::optional<std::size_t> top;  // --top N: keys shown per function before the folded row
   std::uint64_t elapsed_ns = 0;
   std::optional<double> interval_s;
   std::uint64_t timestamp_unix_ns = 0;
@@ -240,6 +249,22 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
                       const std::string& by_value, const FuncStats& stats, std::uint64_t lost,
                       const std::vector<FuncEventInfo>& events,
                       const std::vector<FuncMetricInfo>& metrics = {});
+
+// With --by, the rows of one function as every format shows them: its keys by their total,
+// largest first (sort_total), the keys past `top` folded into one row, the argN `other` row,
+// then the total row (a function never called: the total row alone, of 0 keys). Each
+// FuncStats is one key's (`rows[i]` made from `stats[i]`; `none`: no calls, in the run's
+// shape); `make` makes a row from merged stats, so the folded and total rows' per-call
+// figures come from the keys' merged histograms, as exact as a key's.
+using FuncRowMaker = std::function<FuncRow(const FuncStats&)>;
+std::vector<FuncRow> order_keys(std::vector<FuncRow> rows, const std::vector<FuncStats>& stats,
+                                const FuncStats& none, std::optional<std::size_t> top,
+                                const FuncRowMaker& make);
+
+// What order_keys sorts the keys of a function by: its first event when every key counted it
+// (the total of what the user asked for first, as perf top sorts by its event), else wall
+// time; a probe's hits (calls of zero length) by their count: "calls".
+std::string sort_quantity(const std::vector<FuncRow>& keys);
 
 // A total as every format shows it: an estimated (scaled) total is a count all the same,
 // rounded.

@@ -36,8 +36,9 @@ struct FunctionPlan {
   BackendRequest backend = BackendRequest::automatic;
   AggregateChoice aggregate = AggregateChoice::automatic;
   Breakdown by = Breakdown::none;
-  std::vector<KeyArg> key_args;  // --by argN (by == args)
-  std::size_t max_keys = 64;     // --max-keys: keys per function, the rest folded as "other"
+  std::vector<KeyArg> key_args;    // --by argN (by == args)
+  std::size_t max_keys = 64;       // --max-keys: keys per function, the rest folded as "other"
+  std::optional<std::size_t> top;  // --top N: keys shown per function, the rest in one row
   bool sched_hook = true;
   std::size_t buffer_pages = 256;
   ThreadStore thread_store = ThreadStore::automatic;
