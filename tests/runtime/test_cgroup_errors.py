@@ -94,7 +94,10 @@ class CgroupErrorsTest(unittest.TestCase):
                 self.assertFalse(os.path.exists(cg.abs("x")))
                 for be, r in runs.items():
                     self.assertIsNone(r.proc.poll(), f"{be} run ended before X was removed")
-                t.stop(sleeper)
+                sleeper.kill()
+                # The sleeper ran in X from its fork to its exec of sleep (its move out came
+                # later): part of X's task-clock, at most its whole life's CPU time.
+                sleeper_cpu = t.reap_cpu_ns(sleeper)
                 stats = {be: r.finish() for be, r in runs.items()}
             finally:
                 for r in runs.values():
@@ -122,7 +125,7 @@ class CgroupErrorsTest(unittest.TestCase):
                 self.assertTrue(row["cgroup_removed"], f"{be}: not marked removed")
                 t.assert_task_clock(self, v, life, f"{be}: removed cgroup's task-clock",
                                     t.CGROUP_EDGES_NS,
-                                    extra_ns=t.cgroup_extra_ns(be, steal))
+                                    extra_ns=t.cgroup_extra_ns(be, steal) + sleeper_cpu)
             left = t.wait_no_pmcprof_orphans()
             self.assertEqual(left, [], "pmcprof BPF programs left loaded")
             # -I: an interval that ends after X is gone marks it too (X's row stays in each).
