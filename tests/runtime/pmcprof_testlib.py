@@ -459,19 +459,19 @@ class Steal:
         return self.ns + 1e9 / os.sysconf("SC_CLK_TCK") if self.ns > 0 else 0.0
 
 
-# A cgroup's clock (perf's and pmcprof's fd backend alike) runs from the cgroup's switch-in to
-# its switch-out, a task's own from one update_curr to the next: the switch path between is the
-# cgroup's, once a switch. Measured here beside a busy loop: 4.2-5.0 ms over 113-184 switches
-# (25-37 us each; perf stat -G showed the same excess).
-CGROUP_SWITCH_NS = 40e3
+# A task-clock event (per task or per cgroup; perf's and pmcprof's alike) runs from its
+# switch-in to its switch-out, the task's own runtime from one update_curr to the next: the
+# switch path between is the event's, once a switch. Measured here beside a busy loop: 4.2-5.0
+# ms over 113-184 switches of a cgroup (25-37 us each; perf stat -G showed the same excess).
+SWITCH_NS = 40e3
 
 
 def cgroup_extra_ns(backend, steal, switches=0):
     """What a per-cgroup count may have beyond burn_life and CGROUP_EDGES_NS: the run's steal
-    (Steal.allowance_ns()), BPF_EXCESS_NS for the bpf backend, and CGROUP_SWITCH_NS for each
+    (Steal.allowance_ns()), BPF_EXCESS_NS for the bpf backend, and SWITCH_NS for each
     of the cgroup's context switches the run counted."""
     return (steal.allowance_ns() + (BPF_EXCESS_NS if backend == "bpf" else 0.0) +
-            switches * CGROUP_SWITCH_NS)
+            switches * SWITCH_NS)
 
 
 def describe_burn(w, reference=None):

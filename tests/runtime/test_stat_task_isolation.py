@@ -45,7 +45,7 @@ class TaskIsolationTest(unittest.TestCase):
     def test_only_the_command(self):
         self.assertIsNone(self.sibling.poll(), "the busy sibling is not running")
         sib0 = self.sibling_cpu_ns()
-        s = t.stat(["-e", "task-clock"], [t.workload("burn"), "200"])
+        s = t.stat(["-e", "task-clock,context-switches"], [t.workload("burn"), "200"])
         sib1 = self.sibling_cpu_ns()
         self.assertEqual(s.returncode, 0, s.stderr)
         w = t.parse_kv(s.stdout, "burn")
@@ -55,7 +55,8 @@ class TaskIsolationTest(unittest.TestCase):
               f"sibling burned {(sib1 - sib0) / 1e6:.0f} ms meanwhile, "
               f"elapsed {s.json['elapsed_ns'] / 1e6:.2f} ms")
         t.assert_task_clock(self, tc, t.own_task_clock(w), "task-clock vs the workload's own",
-                            t.TASK_EDGES_NS)
+                            t.TASK_EDGES_NS,
+                            extra_ns=s.value("context-switches") * t.SWITCH_NS)
         self.assertGreater(sib1 - sib0, 0.25 * w["burned_ns"],
                            "the sibling was not busy while the workload ran")
 
@@ -69,7 +70,8 @@ class TaskIsolationTest(unittest.TestCase):
                         "-a task-clock/elapsed vs nproc")
 
     def test_children_are_counted(self):
-        s = t.stat(["-e", "task-clock"], [t.workload("burn"), "200", "--child", "200"])
+        s = t.stat(["-e", "task-clock,context-switches"],
+                   [t.workload("burn"), "200", "--child", "200"])
         self.assertEqual(s.returncode, 0, s.stderr)
         w = t.parse_kv(s.stdout, "burn")
         child = t.parse_kv(s.stdout, "burn-child")
@@ -81,7 +83,8 @@ class TaskIsolationTest(unittest.TestCase):
         self.assertGreater(t.own_task_clock(w), 0.9 * (w["burned_ns"] + child["burned_ns"]),
                            "burn's own task-clock lacks its child")
         t.assert_task_clock(self, tc, t.own_task_clock(w), "task-clock vs the workload's own "
-                            "(parent and child)", t.TASK_EDGES_NS)
+                            "(parent and child)", t.TASK_EDGES_NS,
+                            extra_ns=s.value("context-switches") * t.SWITCH_NS)
 
 
 if __name__ == "__main__":
