@@ -432,6 +432,11 @@ def burn_life(out):
     return parse_kv(out, "burn-life")["task_clock_ns"]
 
 
+def burn_switches(out):
+    """The context switches of a spawn_burn worker's whole life (wait4), from burn's output."""
+    return parse_kv(out, "burn-life")["switches"]
+
+
 def steal_ns():
     """Time the hypervisor took from this VM's vCPUs since boot, all CPUs (/proc/stat 'steal',
     counted in 10 ms units)."""

@@ -46,6 +46,7 @@ class DeepTest(unittest.TestCase):
                     r.kill()
         t.log(f"burn: {t.describe_burn(t.parse_kv(out, 'burn'), t.burn_life(out))}; "
               f"steal {steal.ns / 1e6:.0f} ms")
+        self.switches = t.burn_switches(out)
         return t.burn_life(out), steal, stats
 
     def check(self, life, steal, stats, expect_names):
@@ -55,7 +56,7 @@ class DeepTest(unittest.TestCase):
         self.assertEqual(sorted(fd_rows), sorted(expect_names))
         for n, v in fd_rows.items():
             t.assert_task_clock(self, v, life, f"fd: {n}", t.CGROUP_EDGES_NS,
-                                extra_ns=t.cgroup_extra_ns("fd", steal))
+                                extra_ns=t.cgroup_extra_ns("fd", steal, self.switches))
         bpf = stats["bpf"]
         if bpf.returncode != 0:
             line = t.assert_clean_error(self, bpf.proc)
@@ -69,7 +70,7 @@ class DeepTest(unittest.TestCase):
         for n in by_depth:
             t.assert_task_clock(self, rows[n], life, f"bpf: {n} (level {n.count('/')})",
                                 t.CGROUP_EDGES_NS,
-                                extra_ns=t.cgroup_extra_ns("bpf", steal))
+                                extra_ns=t.cgroup_extra_ns("bpf", steal, self.switches))
 
     def test_ten_watched_ancestors(self):
         with t.TestCgroups("deep10") as cg:

@@ -36,11 +36,12 @@ class NestedTest(unittest.TestCase):
                     procs = {"g": cg.spawn_burn("P/c1/g", 150),
                              "c2": cg.spawn_burn("P/c2", 150),
                              "P": cg.spawn_burn("P", 60)}
-                    life, burns = {}, {}
+                    life, burns, switches = {}, {}, {}
                     for k, p in procs.items():
                         out, err = p.communicate(timeout=30)
                         self.assertEqual(p.returncode, 0, err)
                         life[k], burns[k] = t.burn_life(out), t.parse_kv(out, "burn")
+                        switches[k] = t.burn_switches(out)
                     stats = {be: r.finish() for be, r in runs.items()}
             finally:
                 for r in runs.values():
@@ -51,6 +52,8 @@ class NestedTest(unittest.TestCase):
             t.log(f"steal {steal.ns / 1e6:.0f} ms")
             expect = {g: life["g"], c1: life["g"], c2: life["c2"], P: sum(life.values())}
             burns_in = {g: 1, c1: 1, c2: 1, P: 3}
+            switched = {g: switches["g"], c1: switches["g"], c2: switches["c2"],
+                        P: sum(switches.values())}
             for be, s in stats.items():
                 self.assertEqual(s.returncode, 0, f"{be}: {s.stderr}")
                 self.assertEqual(s.json.get("cgroup_backend"), be)
@@ -63,7 +66,7 @@ class NestedTest(unittest.TestCase):
                 for name, want in expect.items():
                     t.assert_task_clock(self, v[name], want, f"{be}: {name} task-clock",
                                         t.CGROUP_EDGES_NS, n=burns_in[name],
-                                        extra_ns=t.cgroup_extra_ns(be, steal))
+                                        extra_ns=t.cgroup_extra_ns(be, steal, switched[name]))
                 self.assertGreaterEqual(v[P], v[c1] + v[c2] - 1e5,
                                         f"{be}: parent below the sum of its children")
 

@@ -145,11 +145,16 @@ int main(int argc, char** argv) {
       const int released = write(go[1], "g", 1) == 1;
       close(go[1]);
       int st = 0;
-      while (waitpid(worker, &st, 0) < 0) {
+      struct rusage wru;
+      memset(&wru, 0, sizeof wru);
+      while (wait4(worker, &st, 0, &wru) < 0) {
       }
       uint64_t life_ns = 0;
+      /* switches: the worker's context switches, each of which a cgroup's clock pays the
+       * switch path of (tests: SWITCH_NS) */
       if (released && life >= 0 && read(life, &life_ns, sizeof life_ns) == (ssize_t)sizeof life_ns)
-        printf("burn-life task_clock_ns=%llu\n", (unsigned long long)life_ns);
+        printf("burn-life task_clock_ns=%llu switches=%ld\n", (unsigned long long)life_ns,
+               wru.ru_nvcsw + wru.ru_nivcsw);
       return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
   }
