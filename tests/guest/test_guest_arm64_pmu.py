@@ -838,7 +838,7 @@ def host_main(args):
 
 
 def main():
-    ap = guest.arm64_test_args(__doc__, 500,
+    ap = guest.arm64_test_args(__doc__, 900,
                                "seconds the guest may run (two attempts if the emulator stalls)")
     args = ap.parse_args()
     # qemu's emulated PMUv3 (TCG); the cross compiler builds what runs in the guest.
