@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <sstream>
 #include <stdexcept>
 
@@ -528,25 +527,22 @@ std::vector<KernelAggregate> FuncObject::read_scalars() const {
 
 void FuncObject::read_histograms(KernelAggregate& ka) {
   const auto* ro = skel_->rodata;
-  std::function<std::vector<std::uint64_t>(__u32)> read;
-  if (!ro->agg_keyed) {
-    read = [&, hist_fd = bpf_map__fd(skel_->maps.hists),
-            carry_fd = bpf_map__fd(skel_->maps.hist_carry)](__u32 h) {
+  // Keyed, the histograms sit under the scalars' key with its `hist` set.
+  pmcprof_agg_key keyed{};
+  keyed.func_id = ka.func_id;
+  keyed.cgroup_id = ka.cgroup_id;
+  std::memcpy(keyed.key.b, ka.key.data(), std::min(ka.key.size(), sizeof(keyed.key.b)));
+  keyed.other = ka.other ? 1 : 0;
+  auto read = [&](__u32 h) {
+    if (!ro->agg_keyed) {
       const __u32 key = ka.func_id * ro->n_hists + h;
-      return read_hist(hist_fd, carry_fd, &key, sizeof(key));
-    };
-  } else {
-    pmcprof_agg_key key{};
-    key.func_id = ka.func_id;
-    key.cgroup_id = ka.cgroup_id;
-    std::memcpy(key.key.b, ka.key.data(), std::min(ka.key.size(), sizeof(key.key.b)));
-    key.other = ka.other ? 1 : 0;
-    read = [&, key, hist_fd = bpf_map__fd(skel_->maps.hists_keyed),
-            carry_fd = bpf_map__fd(skel_->maps.hists_keyed_carry)](__u32 h) mutable {
-      key.hist = static_cast<__u16>(h);
-      return read_hist(hist_fd, carry_fd, &key, sizeof(key));
-    };
-  }
+      return read_hist(bpf_map__fd(skel_->maps.hists), bpf_map__fd(skel_->maps.hist_carry), &key,
+                       sizeof(key));
+    }
+    keyed.hist = static_cast<__u16>(h);
+    return read_hist(bpf_map__fd(skel_->maps.hists_keyed),
+                     bpf_map__fd(skel_->maps.hists_keyed_carry), &keyed, sizeof(keyed));
+  };
   // Histograms as [wall, on-CPU, event 0, ...]; a clock event's is the on-CPU one.
   const std::size_t n_events = events_.size();
   ka.hists.assign(PMCPROF_HIST_EVENT0 + n_events, {});
@@ -579,8 +575,9 @@ std::vector<KernelAggregate> FuncObject::read_aggregates() {
   for (int attempt = 1;; ++attempt) {
     for (auto& ka : out) read_histograms(ka);
     auto after = read_scalars();
-    if (calls(after) == calls(out) || attempt == kConsistentTries) {
-      if (attempt == kConsistentTries && calls(after) != calls(out)) ++inconsistent_reads_;
+    const bool quiet = calls(after) == calls(out);
+    if (quiet || attempt == kConsistentTries) {
+      if (!quiet) ++inconsistent_reads_;
       return out;
     }
     out = std::move(after);

@@ -385,7 +385,7 @@ class RowLister {
   }
 
   void add_kernel(const FuncTarget& t, std::size_t index) {
-    if (!kernel_) kernel_ = attachable_kernel_functions();
+    if (!kernel_) kernel_ = sites_.kernel_functions().attachable();
     const std::string& from = kernel_->source.empty() ? "/proc/kallsyms" : kernel_->source;
     // pmcprof's own machinery is left out of a glob (bpf_*, ktime_get*) rather than failing
     // the run: a probe there would fire inside pmcprof's programs.

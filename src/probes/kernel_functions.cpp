@@ -13,6 +13,16 @@
 
 namespace pmcprof {
 
+namespace {
+
+std::vector<std::string> sorted_unique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+}  // namespace
+
 bool kallsyms_has_function(const std::string& text, const std::string& name) {
   std::istringstream in(text);
   std::string addr, type, sym;
@@ -35,9 +45,7 @@ std::vector<std::string> kallsyms_functions(const std::string& text) {
     if (!(fields >> addr >> type >> sym)) continue;
     if (type == "t" || type == "T" || type == "w" || type == "W") out.push_back(sym);
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return sorted_unique(std::move(out));
 }
 
 namespace {
@@ -57,32 +65,10 @@ std::vector<std::string> filter_function_names(const std::string& text) {
     std::istringstream fields(line);
     if (fields >> sym) out.push_back(sym);
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-KernelFunctionList attachable_kernel_functions() {
-  for (const char* path : kFilterFunctionFiles) {
-    auto text = read_file(path);  // fails (EPERM) where ftrace's function tracer is off
-    if (text && !text->empty()) return {path, filter_function_names(*text)};
-  }
-  const auto kallsyms = read_file("/proc/kallsyms");
-  if (!kallsyms) return {};
-  KernelFunctionList list{"/proc/kallsyms", kallsyms_functions(*kallsyms)};
-  std::erase_if(list.names, [](const std::string& n) {
-    return starts_with(n, "__pfx_") || starts_with(n, "__cfi_");
-  });
-  return list;
+  return sorted_unique(std::move(out));
 }
 
 namespace {
-
-std::vector<std::string> sorted_unique(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
 
 bool has(const std::vector<std::string>& sorted, const std::string& name) {
   return std::binary_search(sorted.begin(), sorted.end(), name);
@@ -102,7 +88,7 @@ KernelFunctionTable::KernelFunctionTable() : btf_(nullptr, btf__free) {
     btf_.reset(btf__load_vmlinux_btf());
   }
   for (const char* path : kFilterFunctionFiles) {
-    const auto text = read_file(path);
+    const auto text = read_file(path);  // fails (EPERM) where ftrace's function tracer is off
     if (!text || text->empty()) continue;
     filter_path_ = path;
     filter_names_ = filter_function_names(*text);
@@ -137,8 +123,14 @@ KernelFuncInfo KernelFunctionTable::lookup(const std::string& name) const {
   return info;
 }
 
-KernelFuncInfo lookup_kernel_function(const std::string& name) {
-  return KernelFunctionTable().lookup(name);
+KernelFunctionList KernelFunctionTable::attachable() const {
+  if (!filter_path_.empty()) return {filter_path_, filter_names_};
+  if (!have_kallsyms_) return {};
+  KernelFunctionList list{"/proc/kallsyms", text_symbols_};
+  std::erase_if(list.names, [](const std::string& n) {
+    return starts_with(n, "__pfx_") || starts_with(n, "__cfi_");
+  });
+  return list;
 }
 
 KernelProbeSupport probe_kernel_probe_support(BackendRequest request) {

@@ -286,14 +286,14 @@ FuncRow make_func_row(const std::string& function, const std::string& backend,
   return row;
 }
 
-std::string sort_quantity(const std::vector<FuncRow>& keys) {
-  if (!keys.empty() && keys.front().kind == "probe") return "calls";
+std::string sort_quantity(const FuncRow* first_key) {
+  if (first_key && first_key->kind == "probe") return "calls";
   // Whether the kernel opened the event, not whether each key got a value: a key whose every
   // call was disturbed must not turn a whole function's order to wall time from run to run.
-  if (keys.empty() || keys.front().events.empty() ||
-      keys.front().events.front().per_call.status == CounterStatus::not_supported)
+  if (!first_key || first_key->events.empty() ||
+      first_key->events.front().per_call.status == CounterStatus::not_supported)
     return "wall time";
-  return keys.front().events.front().event;
+  return first_key->events.front().event;
 }
 
 namespace {
@@ -323,9 +323,7 @@ std::vector<FuncRow> order_keys(std::vector<FuncRow> rows, const std::vector<Fun
   // known number of keys), which stays after them.
   std::vector<std::size_t> keys, other;
   for (std::size_t i = 0; i < rows.size(); ++i) (rows[i].other ? other : keys).push_back(i);
-  std::vector<FuncRow> key_rows;
-  for (auto i : keys) key_rows.push_back(rows[i]);
-  const std::string quantity = sort_quantity(key_rows);
+  const std::string quantity = sort_quantity(keys.empty() ? nullptr : &rows[keys.front()]);
   // Largest first; ties by calls, then by key, so that the order is the same every run.
   std::stable_sort(keys.begin(), keys.end(), [&](std::size_t a, std::size_t b) {
     const double va = sort_value(rows[a], quantity), vb = sort_value(rows[b], quantity);

@@ -10,15 +10,23 @@ struct btf;
 
 namespace pmcprof {
 
-// Looks a kernel function up in /proc/kallsyms, vmlinux BTF and the kprobe blacklist.
-KernelFuncInfo lookup_kernel_function(const std::string& name);
+// The kernel functions a --func glob is matched against, and the file they came from.
+struct KernelFunctionList {
+  std::string source;  // "/sys/kernel/tracing/available_filter_functions", "/proc/kallsyms", ""
+  std::vector<std::string> names;
+};
 
-// The same lists read once, for many lookups (a glob's matches): each reading of kallsyms and
-// the BTF takes a few hundred milliseconds.
+// A run's kernel functions, looked up in /proc/kallsyms, vmlinux BTF, ftrace's attachable list
+// and the kprobe blacklist, each read once for every lookup (a glob's matches): each reading of
+// kallsyms and the BTF takes a few hundred milliseconds.
 class KernelFunctionTable {
  public:
   KernelFunctionTable();
   KernelFuncInfo lookup(const std::string& name) const;
+  // ftrace's attachable functions when this kernel lets them be read (what fentry and kprobes
+  // can attach to), else kallsyms' text symbols without the padding and CFI symbols before
+  // each function (__pfx_*, __cfi_*), which are no functions of their own.
+  KernelFunctionList attachable() const;
 
  private:
   bool have_kallsyms_ = false;
@@ -38,17 +46,6 @@ std::vector<std::string> kallsyms_functions(const std::string& kallsyms_text);
 // The names of ftrace's available_filter_functions text ("name [module]" lines), once each,
 // sorted.
 std::vector<std::string> filter_function_names(const std::string& text);
-
-// The kernel functions a --func glob is matched against, and the file they came from.
-struct KernelFunctionList {
-  std::string source;  // "/sys/kernel/tracing/available_filter_functions", "/proc/kallsyms", ""
-  std::vector<std::string> names;
-};
-
-// ftrace's attachable functions when this kernel lets them be read (what fentry and kprobes
-// can attach to), else kallsyms' text symbols without the padding and CFI symbols before each
-// function (__pfx_*, __cfi_*), which are no functions of their own.
-KernelFunctionList attachable_kernel_functions();
 
 // What this kernel allows for kernel-function probes, from the doctor probes.
 KernelProbeSupport probe_kernel_probe_support(BackendRequest request);

@@ -261,10 +261,11 @@ std::vector<FuncRow> order_keys(std::vector<FuncRow> rows, const std::vector<Fun
                                 const FuncStats& none, std::optional<std::size_t> top,
                                 const FuncRowMaker& make);
 
-// What order_keys sorts the keys of a function by: its first event when every key counted it
-// (the total of what the user asked for first, as perf top sorts by its event), else wall
-// time; a probe's hits (calls of zero length) by their count: "calls".
-std::string sort_quantity(const std::vector<FuncRow>& keys);
+// What order_keys sorts the keys of a function by, from its first key (null: none): its first
+// event when the kernel opened it (the total of what the user asked for first, as perf top
+// sorts by its event), else wall time; a probe's hits (calls of zero length) by their count:
+// "calls".
+std::string sort_quantity(const FuncRow* first_key);
 
 // A total as every format shows it: an estimated (scaled) total is a count all the same,
 // rounded.
