@@ -58,6 +58,8 @@ class DocExamplesTest(unittest.TestCase):
                 t.log(f"{'FAIL' if problem else 'ok  '} {ex.name} ({time.monotonic() - t1:.1f} s) "
                       f"{ex.commands[0].text[:70]}")
                 if problem:
+                    # right under its FAIL line, where a cut log still shows it
+                    t.log("\n".join(problem.split("\n")[:40]))
                     failures.append(f"{ex.name}:\n{problem}")
         finally:
             scratch.cleanup()
