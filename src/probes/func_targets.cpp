@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <ostream>
 #include <string_view>
 #include <utility>
@@ -163,9 +164,9 @@ KeySpec tracepoint_key_spec(const std::vector<KeyArg>& args, const std::string& 
   return spec;
 }
 
-// usdt:PROVIDER:NAME with -p: the process's executable, then every file it maps.
+// usdt:PROVIDER:NAME (no file named) with -p: the process's executable, then every file it
+// maps.
 std::string find_usdt_binary(const FuncTarget& t, std::optional<pid_t> pid) {
-  if (!t.binary.empty()) return resolve_binary(t.binary, pid);
   if (!pid)
     throw UserError(quote(t.text) + " names no file: usdt:PROVIDER:NAME needs -p PID",
                     "write usdt:BINARY:PROVIDER:NAME (a path or a library name)");
@@ -198,6 +199,15 @@ struct SiteResolver {
   std::string tracefs;
 
   std::optional<KernelFunctionTable> kernel_table;  // read at the first kernel function
+  // resolve_binary's answers: a library name costs an `ldconfig -p` (a fork and two execs),
+  // once a run, not once a target (64 libc functions took 1.5 s to start, 3.3 s sanitized).
+  std::map<std::string, std::string> binaries;
+
+  const std::string& binary_path(const std::string& name) {
+    auto it = binaries.find(name);
+    if (it == binaries.end()) it = binaries.emplace(name, resolve_binary(name, pid)).first;
+    return it->second;
+  }
 
   const KernelFunctionTable& kernel_functions() {
     if (!kernel_table) kernel_table.emplace();
@@ -246,7 +256,7 @@ struct SiteResolver {
     switch (t.kind) {
       case FuncTarget::Kind::usdt: {
         s.backend = ProbeBackend::usdt;
-        s.binary = find_usdt_binary(t, pid);
+        s.binary = t.binary.empty() ? find_usdt_binary(t, pid) : binary_path(t.binary);
         const UsdtProbe probe = find_usdt_probe(s.binary, t.provider, t.name);
         for (const auto& loc : probe.locations) {
           ProbeSite::Location l;
@@ -264,7 +274,7 @@ struct SiteResolver {
       }
       case FuncTarget::Kind::user: {
         s.backend = ProbeBackend::uprobe;
-        s.binary = resolve_binary(t.binary, pid);
+        s.binary = binary_path(t.binary);
         ProbeSite::Location l;
         l.file_offset = find_elf_function(s.binary, t.name).file_offset + t.offset.value_or(0);
         s.retprobe = t.at_return;
@@ -353,7 +363,7 @@ class RowLister {
 
  private:
   void add_user(const FuncTarget& t, std::size_t index, bool glob) {
-    const std::string binary = resolve_binary(t.binary, sites_.pid);
+    const std::string binary = sites_.binary_path(t.binary);
     if (!glob) {
       ElfFunction f = find_elf_function(binary, t.name);
       rows.push_back({t, user_identity(f), std::nullopt, std::move(f)});
@@ -552,7 +562,7 @@ ResolvedTargets resolve_targets(const std::vector<FuncTarget>& targets,
                     std::to_string(PMCPROF_MAX_FUNCS));
   ResolvedTargets out;
   KeySlots keys(key_args, out);
-  SiteResolver sites{backend, pid, std::nullopt, {}, std::nullopt};
+  SiteResolver sites{backend, pid, std::nullopt, {}, std::nullopt, {}};
   RowLister lister(sites);
   for (std::size_t i = 0; i < targets.size(); ++i) lister.add(targets[i], i);
   std::vector<TargetRow>& rows = lister.rows;

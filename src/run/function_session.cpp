@@ -685,8 +685,12 @@ void FunctionSession::attach() {
   // Counters run from here: the calibration reads them. Only deltas matter in this mode.
   s.counters.enable();
   for (auto& l : s.object.attach_scheduler_hooks()) s.hooks.push_back(std::move(l));
-  // What a probe pair adds to a call, per backend, before any call of a target is seen.
-  for (auto& p : s.points) s.calibrate(p);
+  // What a probe pair adds to a call, per backend, before any call of a target is seen. Each
+  // calibration attaches and detaches probes of its own: a stop signal is taken between them.
+  for (auto& p : s.points) {
+    stop_if_interrupted("attaching");
+    s.calibrate(p);
+  }
   Progress progress("attaching", s.points.size(), s.plan.quiet);
   const bool say = s.plan.verbose && !s.plan.quiet;
   s.attachments.attach(s.object, s.points, [&](const AttachPoint& p) {
