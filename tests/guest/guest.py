@@ -421,10 +421,10 @@ X86_64 = Arch(
 
 # The arm64 root file system: a static busybox and the run-time libraries of a cross-built
 # pmcprof (with what they depend on, resolved by apt); libc-bin brings ldconfig (the guest builds
-# /etc/ld.so.cache at boot, as a Debian system has one).
+# /etc/ld.so.cache at boot, as a Debian system has one); jq for scripts/hw-check.
 ROOTFS_PACKAGES = ["busybox-static", "libc6", "libc-bin", "libstdc++6", "libgcc-s1", "libbpf1",
                    "libelf1", "zlib1g", "libpfm4", "libmicrohttpd12", "libgnutls30",
-                   "libyaml-cpp0.7", "libcrypt1", "libre2-9"]
+                   "libyaml-cpp0.7", "libcrypt1", "libre2-9", "jq"]
 ROOTFS_LAYOUT = "2"  # bump when finish_rootfs() changes what it adds
 
 ARM64 = Arch(
