@@ -69,7 +69,9 @@ __attribute__((noinline)) void hw_spin(unsigned long n) {
   for (volatile unsigned long i = 0; i < n; i++) {
   }
 }
-__attribute__((noinline)) void hw_fn(void) { hw_spin(HW_FN_LOOPS); }
+__attribute__((noinline)) void hw_fn(void) {
+  hw_spin(HW_FN_LOOPS);
+}
 #endif
 void hw_spin(unsigned long n);
 void hw_fn(void);
