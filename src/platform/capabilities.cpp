@@ -497,6 +497,30 @@ ProbeResult probe_uprobe_multi() {
              " user points, the uprobes of one binary attach and detach at once");
 }
 
+ProbeResult probe_attach_cookie() {
+  LibbpfQuiet quiet;
+  if (!kernel_has_attach_cookie())
+    return no_because("no bpf_get_attach_cookie (Linux 5.15)",
+                      "kprobe and uprobe programs cannot call bpf_get_attach_cookie (Linux 5.15): "
+                      "function mode carries each probed point's id in the attach cookie, so "
+                      "--func and --region cannot run");
+  return yes(
+      "kprobe and uprobe programs call bpf_get_attach_cookie: each probed point's id "
+      "(and a region's bits) travels in its attach cookie");
+}
+
+ProbeResult probe_task_storage() {
+  LibbpfQuiet quiet;
+  if (!kernel_has_task_storage())
+    return no(
+        "no BPF task local storage (Linux 5.11): a thread's calls in flight live in a "
+        "preallocated hash instead (--thread-state hash), which holds a fixed number of "
+        "threads");
+  return yes(
+      "BPF task local storage: a thread's calls in flight live with the task, for as "
+      "many threads as there are");
+}
+
 ProbeResult probe_syscall_tracepoints() {
   const bool was_mounted = find_tracefs(read_self_mountinfo()).has_value();
   std::string tracefs;
@@ -663,6 +687,8 @@ CapabilityReport probe_all() {
   add("fentry", probe_fentry);
   add("uprobes", probe_uprobes);
   add("uprobe_multi", probe_uprobe_multi);
+  add("attach_cookie", probe_attach_cookie);
+  add("task_storage", probe_task_storage);
   add("syscall_tracepoints", probe_syscall_tracepoints);
   add("cgroup_v2", probe_cgroup_v2);
   add("perf_event_paranoid", probe_perf_event_paranoid);

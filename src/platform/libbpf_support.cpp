@@ -72,6 +72,14 @@ BpfLink create_uprobe_multi_link(int prog_fd, const std::string& binary,
   return fd < 0 ? BpfLink() : BpfLink(Fd(static_cast<int>(fd)));
 }
 
+bool kernel_has_task_storage() {
+  return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) == 1;
+}
+
+bool kernel_has_attach_cookie() {
+  return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) == 1;
+}
+
 bool kernel_has_uprobe_multi() {
   // As libbpf 1.3 probes it: a program loaded for the attach type, attached at offset 0 of
   // "/". A kernel that knows the link refuses the path (EBADF: not a regular file); one that

@@ -68,10 +68,6 @@ void FuncObject::destroy(func_bpf* skel) {
 FuncObject::FuncObject(FuncObject&&) noexcept = default;
 FuncObject::~FuncObject() = default;
 
-bool kernel_has_task_storage() {
-  return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) == 1;
-}
-
 FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& config) {
   if (config.n_funcs > PMCPROF_MAX_FUNCS)
     throw UserError("too many --func (" + std::to_string(config.n_funcs) + "), at most " +
@@ -83,6 +79,13 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
     throw UserError("at most " + std::to_string(PMCPROF_MAX_FILTER_CGROUPS) +
                     " cgroups can filter function mode (-G), got " +
                     std::to_string(config.filter_cgroups.size()));
+  // Refused here, in one line, rather than by the verifier's dump at load.
+  if (!kernel_has_attach_cookie())
+    throw UserError(
+        "--func and --region need bpf_get_attach_cookie (Linux 5.15), which this kernel lacks: "
+        "each probed point's id travels in its attach cookie",
+        "count without --func (pmcprof stat -e EVENTS -- COMMAND), or run Linux 5.15 or later; "
+        "pmcprof doctor lists what this kernel has");
   FuncObject obj(BpfEventMap::of(counters), config);
   obj.store_ = config.thread_store;
   if (obj.store_ == ThreadStore::automatic)

@@ -32,8 +32,9 @@ namespace {
 
 // The software events every kernel with perf events has: what counting falls back to.
 constexpr const char* kSoftwareEvents = "task-clock,page-faults,context-switches,cpu-migrations";
-// Function mode loads a CO-RE BPF object that reads counters with bpf_perf_event_read_value.
-constexpr std::string_view kFunctionModeChecks[] = {"btf", "bpf_counter_read"};
+// Function mode loads a CO-RE BPF object that reads counters with bpf_perf_event_read_value
+// and finds each probed point's id in its attach cookie.
+constexpr std::string_view kFunctionModeChecks[] = {"btf", "bpf_counter_read", "attach_cookie"};
 
 // The capability checks as the verdict asks about them.
 class Checks {

@@ -21,10 +21,17 @@ EVENT_SOURCES = "/sys/bus/event_source/devices"
 REQUIRED_NAMES = [
     "btf", "cap_bpf", "cap_perfmon", "hardware_pmu", "software_events", "kprobes", "fentry",
     "uprobes", "uprobe_multi", "syscall_tracepoints", "cgroup_v2", "perf_event_paranoid",
+    "attach_cookie", "task_storage",
 ]
 CAP_PERFMON, CAP_BPF = 38, 39
 
 ARGS = None
+
+
+def kernel_has_symbol(name):
+    """Whether /proc/kallsyms names a kernel function NAME (independent of doctor's checks)."""
+    with open("/proc/kallsyms") as f:
+        return any(line.split()[2:3] == [name] for line in f)
 
 
 def unescape(field):
@@ -140,10 +147,25 @@ class DoctorTest(unittest.TestCase):
 
     def test_uprobe_multi(self):
         # The kernel's own symbol for the link (Linux 6.6+), independent of how doctor checks.
-        with open("/proc/kallsyms") as f:
-            has_link = any(line.split()[2:3] == ["bpf_uprobe_multi_link_attach"] for line in f)
         cap = self.cap("uprobe_multi")
-        self.assertEqual(cap["available"], has_link, cap["detail"])
+        self.assertEqual(cap["available"], kernel_has_symbol("bpf_uprobe_multi_link_attach"),
+                         cap["detail"])
+
+    def test_attach_cookie(self):
+        # The helper's kprobe/uprobe flavour (Linux 5.15+), by its symbol; function mode needs it.
+        cap = self.cap("attach_cookie")
+        self.assertEqual(cap["available"], kernel_has_symbol("bpf_get_attach_cookie_trace"),
+                         cap["detail"])
+        if not cap["available"]:
+            self.assertIn("5.15", cap["detail"])
+
+    def test_task_storage(self):
+        # The map's helper (Linux 5.11+), by its symbol.
+        cap = self.cap("task_storage")
+        self.assertEqual(cap["available"], kernel_has_symbol("bpf_task_storage_get"),
+                         cap["detail"])
+        if not cap["available"]:
+            self.assertIn("--thread-state hash", cap["detail"])
 
     def test_fentry_explains_itself(self):
         cap = self.cap("fentry")

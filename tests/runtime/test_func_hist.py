@@ -80,7 +80,10 @@ class HistTest(unittest.TestCase):
         self.assertEqual(s.returncode, 0, s.stderr)
         return s.text
 
-    def assert_two_modes(self, rows, calls, what, min_mode=N // 2 - 5):
+    def assert_two_modes(self, rows, calls, what):
+        """CALLS: the calls measured. One the run did not count (a switch the kernel hid, under
+        load) may have been of either mode, so each mode holds N/2 less those, less 5."""
+        min_mode = N // 2 - (N - calls) - 5
         fast, between, slow = split_modes(rows)
         t.log(f"{what}: {fast} fast, {between} between, {slow} slow of {calls}")
         self.assertEqual(fast + between + slow, calls, f"{what}: rows add up to the calls")

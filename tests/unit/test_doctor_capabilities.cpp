@@ -90,9 +90,10 @@ TEST(DoctorCapabilities, TableIsAligned) {
 // Every check doctor makes, each available unless named in `missing` (with that brief).
 CapabilityReport machine(const std::vector<std::pair<std::string, std::string>>& missing) {
   CapabilityReport r;
-  for (const char* name : {"btf", "cap_bpf", "cap_perfmon", "hardware_pmu", "software_events",
-                           "kprobes", "fentry", "uprobes", "uprobe_multi", "syscall_tracepoints",
-                           "cgroup_v2", "perf_event_paranoid", "bpf_counter_read"}) {
+  for (const char* name :
+       {"btf", "cap_bpf", "cap_perfmon", "hardware_pmu", "software_events", "kprobes", "fentry",
+        "uprobes", "uprobe_multi", "syscall_tracepoints", "cgroup_v2", "perf_event_paranoid",
+        "bpf_counter_read", "attach_cookie", "task_storage"}) {
     ProbeResult result{true, std::string(name) + " works", {}, {}};
     for (const auto& [n, brief] : missing)
       if (n == name) result = {false, "the long reason", {}, brief};
@@ -156,6 +157,22 @@ TEST(DoctorVerdict, NoBpfMeansNoFunctionMode) {
   EXPECT_NE(v.summary.find("--func works for nothing here (BPF programs refused, no uprobes)"),
             std::string::npos)
       << v.summary;
+}
+
+TEST(DoctorVerdict, NoAttachCookieMeansNoFunctionMode) {
+  // Linux 5.10 (Debian 11, Amazon Linux 2): counting works, function mode cannot load; no task
+  // storage either, which alone would only move per-thread state to the hash.
+  const auto v = judge_machine(machine({{"attach_cookie", "no bpf_get_attach_cookie (Linux 5.15)"},
+                                        {"task_storage", "no BPF task local storage"}}));
+  for (const char* id : {"func_kernel", "func_user", "func_syscall", "func_usdt"}) {
+    EXPECT_FALSE(job(v, id).available) << id;
+    EXPECT_NE(job(v, id).detail.find("no bpf_get_attach_cookie (Linux 5.15)"), std::string::npos)
+        << job(v, id).detail;
+  }
+  for (const char* id : {"count_hardware", "count_software", "cgroup", "serve"})
+    EXPECT_TRUE(job(v, id).available) << id;
+  const auto w = judge_machine(machine({{"task_storage", "no BPF task local storage"}}));
+  for (const auto& j : w.jobs) EXPECT_TRUE(j.available) << j.job << ": " << j.detail;
 }
 
 TEST(DoctorVerdict, NothingCounts) {

@@ -41,6 +41,8 @@ ProbeResult probe_kprobes();              // the kprobe PMU opens a probe on vfs
 ProbeResult probe_fentry();               // a fentry/vfs_read BPF program loads and attaches
 ProbeResult probe_uprobes();              // the uprobe PMU counts a call in this binary
 ProbeResult probe_uprobe_multi();         // the kernel makes multi-uprobe links
+ProbeResult probe_attach_cookie();        // kprobe programs may call bpf_get_attach_cookie
+ProbeResult probe_task_storage();         // a BPF task local storage map can be made
 ProbeResult probe_syscall_tracepoints();  // syscalls:sys_enter_getppid counts our getppid()s
 ProbeResult probe_cgroup_v2();            // a cgroup2 mount; hybrid or not
 ProbeResult probe_perf_event_paranoid();  // yes = the sysctl exists; detail = what it means

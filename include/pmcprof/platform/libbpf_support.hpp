@@ -49,6 +49,15 @@ struct UprobeSpot {
 // here): 64 functions took 13 s to detach; one multi link takes one grace period.
 bool kernel_has_uprobe_multi();
 
+// Whether this kernel has BPF task local storage (Linux 5.11; probed by creating such a map):
+// function mode keeps each thread's calls in flight there, else in a preallocated hash.
+bool kernel_has_task_storage();
+
+// Whether kprobe-type programs (kprobes, uprobes) may call bpf_get_attach_cookie (Linux 5.15):
+// function mode carries each probed point's id (and a region's bits) in the attach cookie, so
+// without it no --func or --region can run.
+bool kernel_has_attach_cookie();
+
 // Function-mode runs with more user-space points (functions, regions, probes) than this
 // attach them through multi-uprobe links (FuncObjectConfig::uprobe_multi; doctor says so).
 inline constexpr std::size_t kUprobeMultiAbove = 4;

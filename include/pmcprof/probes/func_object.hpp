@@ -246,9 +246,6 @@ class FuncObject {
   Skeleton<func_bpf, destroy> skel_;
 };
 
-// Whether this kernel has BPF task local storage (probed once by creating such a map).
-bool kernel_has_task_storage();
-
 // The memory of every BPF map in fdinfo text ("memlock:" and "map_type:"), for unit tests.
 std::uint64_t fdinfo_memlock(const std::string& fdinfo_text);
 
