@@ -79,13 +79,6 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
     throw UserError("at most " + std::to_string(PMCPROF_MAX_FILTER_CGROUPS) +
                     " cgroups can filter function mode (-G), got " +
                     std::to_string(config.filter_cgroups.size()));
-  // Refused here, in one line, rather than by the verifier's dump at load.
-  if (!kernel_has_attach_cookie())
-    throw UserError(
-        "--func and --region need bpf_get_attach_cookie (Linux 5.15), which this kernel lacks: "
-        "each probed point's id travels in its attach cookie",
-        "count without --func (pmcprof stat -e EVENTS -- COMMAND), or run Linux 5.15 or later; "
-        "pmcprof doctor lists what this kernel has");
   FuncObject obj(BpfEventMap::of(counters), config);
   obj.store_ = config.thread_store;
   if (obj.store_ == ThreadStore::automatic)
@@ -207,7 +200,16 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   // exec ends the old image's calls and regions (frames exist only with entry/exit programs).
   bpf_program__set_autoload(skel->progs.on_exec, frames);
   LibbpfQuiet::clear_verdict();
-  check_bpf_load(func_bpf__load(skel), "function-mode");
+  const int err = func_bpf__load(skel);
+  // Asked only when the load failed (no probe program at every start): without the helper the
+  // verifier's refusal says nothing a user can act on.
+  if (err != 0 && !kernel_has_attach_cookie())
+    throw UserError(
+        "--func and --region need bpf_get_attach_cookie (Linux 5.15), which this kernel lacks: "
+        "each probed point's id travels in its attach cookie",
+        "count without --func (pmcprof stat -e EVENTS -- COMMAND), or run Linux 5.15 or later; "
+        "pmcprof doctor lists what this kernel has");
+  check_bpf_load(err, "function-mode");
   obj.events_.fill(bpf_map__fd(skel->maps.counters), counters);
   return obj;
 }
