@@ -145,27 +145,25 @@ class DoctorTest(unittest.TestCase):
             with open(os.path.join(uprobe, "type")) as f:
                 self.assertEqual(cap["pmu_type"], int(f.read()))
 
+    def assert_as_symbol(self, name, symbol, says_when_missing=None):
+        """Capability NAME is available exactly when the kernel has SYMBOL (independent of how
+        doctor checks); when it is not, its detail says SAYS_WHEN_MISSING."""
+        cap = self.cap(name)
+        self.assertEqual(cap["available"], kernel_has_symbol(symbol), cap["detail"])
+        if says_when_missing and not cap["available"]:
+            self.assertIn(says_when_missing, cap["detail"])
+
     def test_uprobe_multi(self):
-        # The kernel's own symbol for the link (Linux 6.6+), independent of how doctor checks.
-        cap = self.cap("uprobe_multi")
-        self.assertEqual(cap["available"], kernel_has_symbol("bpf_uprobe_multi_link_attach"),
-                         cap["detail"])
+        # The kernel's own function for the link (Linux 6.6+).
+        self.assert_as_symbol("uprobe_multi", "bpf_uprobe_multi_link_attach")
 
     def test_attach_cookie(self):
-        # The helper's kprobe/uprobe flavour (Linux 5.15+), by its symbol; function mode needs it.
-        cap = self.cap("attach_cookie")
-        self.assertEqual(cap["available"], kernel_has_symbol("bpf_get_attach_cookie_trace"),
-                         cap["detail"])
-        if not cap["available"]:
-            self.assertIn("5.15", cap["detail"])
+        # The helper's kprobe/uprobe flavour (Linux 5.15+); function mode needs it.
+        self.assert_as_symbol("attach_cookie", "bpf_get_attach_cookie_trace", "5.15")
 
     def test_task_storage(self):
-        # The map's helper (Linux 5.11+), by its symbol.
-        cap = self.cap("task_storage")
-        self.assertEqual(cap["available"], kernel_has_symbol("bpf_task_storage_get"),
-                         cap["detail"])
-        if not cap["available"]:
-            self.assertIn("--thread-state hash", cap["detail"])
+        # The map's helper (Linux 5.11+).
+        self.assert_as_symbol("task_storage", "bpf_task_storage_get", "--thread-state hash")
 
     def test_fentry_explains_itself(self):
         cap = self.cap("fentry")
