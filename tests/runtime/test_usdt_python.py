@@ -14,10 +14,11 @@ every function) counts them again.
   function__entry only while a profile function is set, CPython issue 98894: cProfile is one):
   for every function of the script, the calls of its row (keyed by file and function name)
   equal cProfile's call count and the script's own count; nothing too deep; <module> 1 call;
-  burn's task-clock per call within 10% of 2 ms; outer's task-clock total at least leaf's
-  (nested: an outer call contains its leaf calls);
+  burn's task-clock per call within 10% of 2 ms; main's task-clock holds every burn;
 - the same as a general --region with --by arg1:str,arg2 (function name and the first line of
-  its code, an integer): the same counts, the line numbers of the definitions;
+  its code, an integer) and --no-compensate: the same counts, the line numbers of the
+  definitions, outer's task-clock total at least leaf's (nested: an outer call contains its
+  leaf calls, probes included);
 - without a profiler the entry probe does not fire: the returns are reported as ends without
   a start, with the note naming CPython issue 98894 (no made-up calls).
 
@@ -185,9 +186,6 @@ class PythonTest(unittest.TestCase):
         t.log(f"burn: {t.describe_func_row(rows['burn'])}")
         # The median call: a call the hypervisor stalled (steal) cannot move it.
         t.assert_within(self, burn["p50"], 2e6, 0.10, "burn task-clock p50")
-        self.assertGreaterEqual(t.func_event(rows["outer"])["total"],
-                                t.func_event(rows["leaf"])["total"],
-                                "outer contains its leaf calls")
         self.assertGreaterEqual(t.func_event(rows["main"])["total"],
                                 10 * 2e6, "main contains every burn")
 
@@ -195,8 +193,9 @@ class PythonTest(unittest.TestCase):
         probes = f"usdt:{PYTHON}:python:function__"
         s = t.func_stat(["-e", "task-clock", "--region",
                          f"py={probes}entry,{probes}return", "--by", "arg1:str,arg2",
-                         "--max-keys", "256"], command=self.profiled())
+                         "--max-keys", "256", "--no-compensate"], command=self.profiled())
         self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertFalse(any(b["subtracted"] for b in s.json["probe_bias"]), "--no-compensate")
         rows, lines = {}, {}
         for r in t.func_rows(s.json, "py"):
             if r["args"] is None:
@@ -220,6 +219,13 @@ class PythonTest(unittest.TestCase):
         # (<module>: every module imported under the profiler has one; its line is not its def)
         self.check_counts(rows, s.workload[0], "--region --by arg1:str,arg2", skip=("<module>",))
         self.assertEqual(rows["fib"]["args"], ["fib", script_line(self.script, "fib")])
+        # Uncompensated, an outer call's counts hold its leaf calls' whole counts, probes
+        # included: nothing but a misnested entry or return can make it less. (Compensated,
+        # outer's own work, ~4 us a call, is within the calibration's error on the 51 probed
+        # calls nested in each: beside busy loops outer fell below leaf.)
+        outer, leaf = t.func_event(rows["outer"])["total"], t.func_event(rows["leaf"])["total"]
+        t.log(f"uncompensated task-clock: outer {outer / 1e6:.3f} ms, leaf {leaf / 1e6:.3f} ms")
+        self.assertGreaterEqual(outer, leaf, "outer contains its leaf calls")
 
     def test_without_profiler_entries_missing(self):
         s = t.func_stat(["-e", "task-clock", "--python"], command=[PYTHON, self.script])
