@@ -63,6 +63,15 @@ def run_deferred(ex, results, files, prefix):
         return out
 
 
+def block_seconds(files, i):
+    """'N.N s': the guest's time for block I, from the uptimes around it ('? s' if missing)."""
+    try:
+        start, end = (float(x) for x in files[f"t{i}"].split())
+        return f"{end - start:5.1f} s"
+    except (KeyError, ValueError):
+        return "    ? s"
+
+
 def host_main(args):
     t0 = time.monotonic()
     source = os.path.abspath(args.source)
@@ -88,7 +97,10 @@ def host_main(args):
         path = os.path.join(scripts, f"block{i}.sh")
         with open(path, "w") as f:
             f.write(text)
-        main.append(f"echo '== {ex.name}' >&2; sh {gp(path)} > $PMCPROF_GUEST_OUT/block{i}.out 2>&1")
+        # Each block's emulator time (the guest's uptime around it), logged with its result.
+        main.append(f"echo '== {ex.name}' >&2; cut -d' ' -f1 /proc/uptime > $PMCPROF_GUEST_OUT/t{i}; "
+                    f"sh {gp(path)} > $PMCPROF_GUEST_OUT/block{i}.out 2>&1; "
+                    f"cut -d' ' -f1 /proc/uptime >> $PMCPROF_GUEST_OUT/t{i}")
     # Exact, repeatable user-mode counts (tests/guest/README.md): no address-space randomisation.
     script = "echo 0 > /proc/sys/kernel/randomize_va_space\n" + "\n".join(main) + "\n"
     log(f"{len(examples)} example(s) for the {GUEST} guest; prepared in {time.monotonic() - t0:.1f} s")
@@ -120,7 +132,7 @@ def host_main(args):
             log(f"FAIL {ex.name}\n" + "\n".join(problems))
             log("  output:\n" + "\n".join("    | " + x for x in out.split("\n")[-60:]))
         else:
-            log(f"ok   {ex.name}  {ex.commands[0].text[:70]}")
+            log(f"ok   {ex.name}  {block_seconds(res.files, i)}  {ex.commands[0].text[:60]}")
     for ex, results in sorted(updates, key=lambda u: (u[0].path, u[0].line), reverse=True):
         D.update(source, ex, results)
     if not (args.show or args.update):
