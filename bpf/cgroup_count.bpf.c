@@ -9,6 +9,7 @@
  * CPU's last reading per event. Every one is sized by the loader before load. */
 // clang-format off
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 // clang-format on
@@ -53,6 +54,31 @@ struct {
 /* Failed counter reads: their stretch is charged to nobody, so user space says so. */
 __u64 read_errors = 0;
 
+/* Whether tracing programs may call bpf_get_current_ancestor_cgroup_id (not on Linux 5.10; the
+ * loader probes it). Without it the ancestors' ids are read from the task's default-hierarchy
+ * cgroup, whose ancestor_ids[] array (up to Linux 6.0) holds them by level. */
+const volatile bool ancestor_helper = true;
+
+/* struct cgroup before Linux 6.1 (CO-RE: only the fields read here, relocated at load). */
+struct cgroup___ids {
+  int level;
+  __u64 ancestor_ids[];
+} __attribute__((preserve_access_index));
+
+/* The id of the running task's cgroup's ancestor at LEVEL (root: 0), 0 if it is not that deep. */
+static __always_inline __u64 ancestor_cgroup_id(int level) {
+  if (ancestor_helper) return bpf_get_current_ancestor_cgroup_id(level);
+  if (!bpf_core_field_exists(struct cgroup___ids, ancestor_ids)) return 0;
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  struct cgroup___ids *cgrp = (void *)BPF_CORE_READ(task, cgroups, dfl_cgrp);
+  if (!cgrp || level > BPF_CORE_READ(cgrp, level)) return 0;
+  __u64 id = 0;
+  const __u64 *ids = (const __u64 *)((const char *)cgrp +
+                                     bpf_core_field_offset(struct cgroup___ids, ancestor_ids));
+  if (bpf_probe_read_kernel(&id, sizeof(id), ids + level) != 0) return 0;
+  return id;
+}
+
 /* Reads event i on this CPU, stores the delta since the last read (none on the first). */
 static __always_inline void take_delta(__u32 i, __u32 cpu) {
   struct cgroup_last *l = bpf_map_lookup_elem(&cgroup_last, &i);
@@ -92,7 +118,7 @@ static __always_inline void cgroup_charge(void) {
   for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++)
     if (i < n_events) take_delta(i, cpu);
   for (int level = 0; level < PMCPROF_MAX_CGROUP_DEPTH; level++) {
-    __u64 id = bpf_get_current_ancestor_cgroup_id(level);
+    __u64 id = ancestor_cgroup_id(level);
     if (!id) break;
     __u32 *idx = bpf_map_lookup_elem(&cgroup_index, &id);
     if (!idx) continue;

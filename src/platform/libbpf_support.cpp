@@ -76,6 +76,12 @@ bool kernel_has_task_storage() {
   return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) == 1;
 }
 
+bool kernel_has_tracing_ancestor_cgroup_id() {
+  // Raw tracepoint programs get the tracing helpers tp_btf ones do; a probe needs no target.
+  return libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT,
+                                 BPF_FUNC_get_current_ancestor_cgroup_id, nullptr) == 1;
+}
+
 bool kernel_has_attach_cookie() {
   return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) == 1;
 }

@@ -9,6 +9,7 @@
 #include "pmcprof.h"
 #include "cgroup_count.skel.h"  // after pmcprof.h: it names its types
 // clang-format on
+#include "pmcprof/platform/libbpf_support.hpp"
 #include "pmcprof/probes/percpu_map.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -53,6 +54,7 @@ BpfCgroupCounter BpfCgroupCounter::start(const CounterSet& counters,
   const std::size_t n_events = c.events_.size();
   skel->rodata->n_events = static_cast<__u32>(n_events);
   skel->rodata->n_cpus = static_cast<__u32>(c.events_.n_cpus());
+  skel->rodata->ancestor_helper = kernel_has_tracing_ancestor_cgroup_id();
   size_map(skel->maps.counters, c.events_.slots());
   size_map(skel->maps.cgroup_counts,
            std::max<std::size_t>(1, cgroups.size()) * std::max<std::size_t>(1, n_events));

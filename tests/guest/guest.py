@@ -184,15 +184,18 @@ def host_debian_sources():
     return [e for e in entries if "debian" in e[0]]
 
 
-def private_sources_list(arch):
+def private_sources_list(arch, release=None):
     """A sources.list for ARCH naming the host's Debian mirrors: the release, its updates and
-    security suites as the host has them, plus the release's backports."""
+    security suites as the host has them, plus the release's backports. RELEASE (a codename,
+    e.g. bullseye): that release's suites on the same mirrors instead, without backports."""
     code = debian_codename()
     lines, seen = [], set()
     for uri, suites, signed_by in host_debian_sources() or \
             [("http://deb.debian.org/debian", [code, code + "-updates"], None),
              ("http://deb.debian.org/debian-security", [code + "-security"], None)]:
-        if code in suites:
+        if release:
+            suites = [release + s[len(code):] for s in suites if s.startswith(code)]
+        elif code in suites:
             suites = suites + [code + "-backports"]
         opts = f"arch={arch}" + (f" signed-by={signed_by}" if signed_by else "")
         for s in suites:
@@ -206,8 +209,8 @@ class Apt:
     """apt-get / apt-cache, with the host's configuration (root=None) or a private one for a
     foreign architecture in ROOT (sources.list, lists, cache: the machine's apt is untouched)."""
 
-    def __init__(self, arch=None, root=None):
-        self.arch, self.root = arch, root
+    def __init__(self, arch=None, root=None, release=None):
+        self.arch, self.root, self.release = arch, root, release
         self.opts = []
         if root:
             self.opts = ["-o", f"Dir::Etc::SourceList={root}/sources.list",
@@ -227,7 +230,7 @@ class Apt:
             for d in ("lists/partial", "cache/archives/partial"):
                 os.makedirs(os.path.join(self.root, d), exist_ok=True)
             with open(os.path.join(self.root, "sources.list"), "w") as f:
-                f.write(private_sources_list(self.arch))
+                f.write(private_sources_list(self.arch, self.release))
         elif os.geteuid() != 0:
             return
         log(f"apt-get update ({'private ' + self.arch + ' lists' if self.root else 'host'})")
@@ -390,6 +393,18 @@ def arm64_kernel_package(apt):
     return next((n for n in names if available[n]), None)
 
 
+def bullseye_kernel_package(deb_arch):
+    """A kernel_package for Debian 11's newest linux-image-5.10.0-N-DEB_ARCH (not -rt, -cloud)."""
+    def find(apt):
+        apt.ensure_lists()
+        rx = re.compile(rf"^linux-image-5\.10\.0-(\d+)-{deb_arch}$")
+        names = [n for n in apt.cache("pkgnames", "linux-image-5.10.0-").split() if rx.match(n)]
+        names.sort(key=lambda n: int(rx.match(n).group(1)), reverse=True)
+        available = apt.candidates(*names) if names else {}
+        return next((n for n in names if available[n]), None)
+    return find
+
+
 # ------------------------------------------------------------------ architectures
 
 class Arch:
@@ -399,7 +414,9 @@ class Arch:
         self.__dict__.update(kw)
 
     def apt(self, cache_dir):
-        return Apt(self.deb_arch, os.path.join(cache_dir, "apt")) if self.private_apt else Apt()
+        if not self.private_apt:
+            return Apt()
+        return Apt(self.deb_arch, os.path.join(cache_dir, "apt"), self.release)
 
     def guest_path(self, host_path):
         """Where a host path appears inside the guest's chroot."""
@@ -417,7 +434,21 @@ X86_64 = Arch(
     modules=["virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev",
              "virtio_pci", "9pnet", "9pnet_virtio", "netfs", "fscache", "9p"],
     kernel_package=x86_kernel_package, kernel_file="vmlinux", boot_image=xz_payload_to_elf,
-    elf_machine=EM_X86_64, private_apt=False, rootfs_packages=None, subdir="")
+    elf_machine=EM_X86_64, private_apt=False, rootfs_packages=None, subdir="", release=None)
+
+# Debian 11's 5.10 on the same machine and root as X86_64 (issue 19: the oldest kernel pmcprof
+# supports, as Debian 11 and Amazon Linux 2 run it): no bpf_get_attach_cookie (5.15), no task
+# local storage for tracing programs (5.11), no multi-probe links. Its kernel through a private
+# apt configuration naming bullseye's suites on the host's mirrors. 5.10 is not PREEMPT_DYNAMIC
+# (preempt= is ignored) and has neither netfs nor the split virtio_pci modules.
+X86_64_510 = Arch(
+    name="x86_64-5.10", deb_arch="amd64", qemu="qemu-system-x86_64",
+    qemu_package="qemu-system-x86", machine=["-machine", "q35", "-cpu", "max"],
+    console="ttyS0", append="mitigations=off no_timer_check", default_cpus=2, max_cpus=None,
+    modules=["virtio_ring", "virtio", "virtio_pci", "9pnet", "9pnet_virtio", "fscache", "9p"],
+    kernel_package=bullseye_kernel_package("amd64"), kernel_file="vmlinux",
+    boot_image=xz_payload_to_elf, elf_machine=EM_X86_64, private_apt=True,
+    rootfs_packages=None, subdir="x86_64-5.10", release="bullseye")
 
 # The arm64 root file system: a static busybox and the run-time libraries of a cross-built
 # pmcprof (with what they depend on, resolved by apt); libc-bin brings ldconfig (the guest builds
@@ -435,9 +466,11 @@ ARM64 = Arch(
     append="", default_cpus=1, max_cpus=1,
     modules=["netfs", "9pnet", "9pnet_virtio", "9p"],  # virtio_pci is built in
     kernel_package=arm64_kernel_package, kernel_file="Image", boot_image=arm64_image,
-    elf_machine=EM_AARCH64, private_apt=True, rootfs_packages=ROOTFS_PACKAGES, subdir="arm64")
+    elf_machine=EM_AARCH64, private_apt=True, rootfs_packages=ROOTFS_PACKAGES, subdir="arm64",
+    release=None)
 
-ARCHES = {"x86_64": X86_64, "amd64": X86_64, "arm64": ARM64, "aarch64": ARM64}
+ARCHES = {"x86_64": X86_64, "amd64": X86_64, "x86_64-5.10": X86_64_510, "arm64": ARM64,
+          "aarch64": ARM64}
 
 
 def arch_of(arch):
@@ -451,7 +484,7 @@ def arch_of(arch):
 # ------------------------------------------------------------------ qemu availability
 
 def qemu_path(arch):
-    env = "PMCPROF_GUEST_QEMU" + ("" if arch is X86_64 else "_" + arch.name.upper())
+    env = "PMCPROF_GUEST_QEMU" + ("" if arch.qemu == X86_64.qemu else "_" + arch.name.upper())
     if env in os.environ:  # another qemu (or a missing one, to test the skip)
         p = os.environ[env]
         return p if os.access(p, os.X_OK) else None

@@ -427,12 +427,17 @@ def own_task_clock(w):
     return w["task_clock_ns"]
 
 
+def cpu_beyond_ns(w, reference):
+    """A burn's CPU time (its process and reaped children, from the fork) beyond REFERENCE, a
+    task-clock counter on it; never below 0 (steal is in task-clock, not in CPU time)."""
+    return max(0.0, w["process_cpu_ns"] + w["children_cpu_ns"] - reference)
+
+
 def startup_ns(w):
     """What a burn ran before its own task-clock counter started (its exec and loading), by its
-    own measure: its process CPU time from the fork, less that counter (never below 0: steal is
-    in task-clock, not in CPU time). About 1 ms quiet, several under load (cold caches, page
-    faults): a per-task count from the exec may hold that much beyond burn's own."""
-    return max(0.0, w["process_cpu_ns"] + w["children_cpu_ns"] - own_task_clock(w))
+    own measure: cpu_beyond_ns of that counter. About 1 ms quiet, several under load (cold
+    caches, page faults): a per-task count from the exec may hold that much beyond burn's own."""
+    return cpu_beyond_ns(w, own_task_clock(w))
 
 
 def burn_life(out):

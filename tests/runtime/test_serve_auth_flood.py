@@ -13,7 +13,7 @@ names (issue 20, defects 3 and 6).
   dummy hash (cost 10, ~4x the cost-8 user), and with the costliest hash as the dummy the
   cost-4 user still answered ~16x faster than an unknown name. Now every check runs one bcrypt
   at each configured cost, so an unknown user and the cost-4 user each take within 0.5x-2x of
-  the cost-8 user's wrong password.
+  the cost-8 user's wrong password (the fastest of 5 tries each).
 """
 import os
 import shutil
@@ -113,9 +113,12 @@ class AuthFloodTest(unittest.TestCase):
                     times[who].append(took)
         finally:
             srv.close()
-        med = {k: s.median(v) for k, v in times.items()}
-        t.log("wrong passwords, median of 5: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
-                                                          for k, v in med.items()))
+        # The fastest of 5: a check preempted by another process (serve's check thread runs
+        # at nice 10) only ever takes longer, and the fastest is what a timing attack reads.
+        # (Medians of 5 beside a busy emulator: the cost-4 user 2.2x the cost-8 one.)
+        med = {k: min(v) for k, v in times.items()}
+        t.log("wrong passwords, fastest of 5: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
+                                                           for k, v in med.items()))
         ratio = med["unknown user"] / med["bob (cost 8)"]
         self.assertGreater(ratio, 0.5)
         self.assertLess(ratio, 2.0, "an unknown user takes longer than any known one")

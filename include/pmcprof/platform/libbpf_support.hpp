@@ -53,6 +53,11 @@ bool kernel_has_uprobe_multi();
 // function mode keeps each thread's calls in flight there, else in a preallocated hash.
 bool kernel_has_task_storage();
 
+// Whether tracing programs may call bpf_get_current_ancestor_cgroup_id (not on Linux 5.10):
+// the BPF cgroup backend charges a task's counts to its watched ancestors by it, else by
+// reading the cgroup's ancestor_ids[] (the kernels without the helper all have that array).
+bool kernel_has_tracing_ancestor_cgroup_id();
+
 // Whether kprobe-type programs (kprobes, uprobes) may call bpf_get_attach_cookie (Linux 5.15):
 // function mode carries each probed point's id (and a region's bits) in the attach cookie, so
 // without it no --func or --region can run.
