@@ -382,27 +382,30 @@ def x86_kernel_package(apt):
     return name
 
 
-def arm64_kernel_package(apt):
-    """The newest linux-image-6.12.N+deb12-arm64 (bookworm-backports, or -security once the
-    release carries 6.12), not the -rt, -16k or -cloud flavour."""
-    apt.ensure_lists()
-    rx = re.compile(r"^linux-image-6\.12\.(\d+)\+deb12-arm64$")
-    names = [n for n in apt.cache("pkgnames", "linux-image-6.12.").split() if rx.match(n)]
-    names.sort(key=lambda n: int(rx.match(n).group(1)), reverse=True)
-    available = apt.candidates(*names) if names else {}
-    return next((n for n in names if available[n]), None)
+def newest_kernel_package(prefix, pattern):
+    """A kernel_package: the newest package whose name starts with PREFIX and matches PATTERN
+    (a regex whose group 1 is the number that orders them) that apt can download."""
+    rx = re.compile(pattern)
 
-
-def bullseye_kernel_package(deb_arch):
-    """A kernel_package for Debian 11's newest linux-image-5.10.0-N-DEB_ARCH (not -rt, -cloud)."""
     def find(apt):
         apt.ensure_lists()
-        rx = re.compile(rf"^linux-image-5\.10\.0-(\d+)-{deb_arch}$")
-        names = [n for n in apt.cache("pkgnames", "linux-image-5.10.0-").split() if rx.match(n)]
+        names = [n for n in apt.cache("pkgnames", prefix).split() if rx.match(n)]
         names.sort(key=lambda n: int(rx.match(n).group(1)), reverse=True)
         available = apt.candidates(*names) if names else {}
         return next((n for n in names if available[n]), None)
     return find
+
+
+# The newest linux-image-6.12.N+deb12-arm64 (bookworm-backports, or -security once the release
+# carries 6.12), not the -rt, -16k or -cloud flavour.
+arm64_kernel_package = newest_kernel_package("linux-image-6.12.",
+                                             r"^linux-image-6\.12\.(\d+)\+deb12-arm64$")
+
+
+def bullseye_kernel_package(deb_arch):
+    """A kernel_package for Debian 11's newest linux-image-5.10.0-N-DEB_ARCH (not -rt, -cloud)."""
+    return newest_kernel_package("linux-image-5.10.0-",
+                                 rf"^linux-image-5\.10\.0-(\d+)-{deb_arch}$")
 
 
 # ------------------------------------------------------------------ architectures
