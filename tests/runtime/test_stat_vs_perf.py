@@ -21,7 +21,8 @@ Tolerances, and why they are honest:
   each other. page-faults and context-switches system-wide include whatever else the machine
   does (other builds run concurrently on dev machines), so they cannot be compared tightly.
   Instead each tool's count is bracketed by independent facts: at least 95% of what that tool
-  counted for the same workload per task, and at most the kernel's global count over a window
+  counted for the same workload per task (context switches: of the workload's own in this run,
+  by getrusage, as they depend on what else runs), and at most the kernel's global count over a window
   that encloses the whole tool run (/proc/vmstat pgfault, /proc/stat ctxt) + 5% + 200. The two
   tools differ by at most the background seen in the larger of the two windows + 5% + 100.
 
@@ -136,7 +137,7 @@ class VsPerfTest(unittest.TestCase):
 
     def test_3_system_wide(self):
         ncpu = t.nproc_online()
-        pm, _, rows, kp, kf = self.run_both(["-a", "-e", EVENTS], mixed_cmd())
+        pm, perf_proc, rows, kp, kf = self.run_both(["-a", "-e", EVENTS], mixed_cmd())
         pm_tc = pm.value("task-clock")
         pm_ratio = pm_tc / pm.json["elapsed_ns"]
         perf_ratio = rows["task-clock"]["metric"]
@@ -158,6 +159,11 @@ class VsPerfTest(unittest.TestCase):
                 ("context-switches", kp.context_switches, kf.context_switches, ROUND_TRIPS)):
             pm_v, perf_v = pm.value(ev), rows[ev]["value"]
             task_pm, task_perf = floors.get(ev, (floor, floor))
+            if ev == "context-switches":
+                # The workload's switches depend on what else runs: this run's own tree
+                # (getrusage), not test_2's (beside a busy emulator: 2,359 there, 2,191 in the
+                # kernel's whole window here).
+                task_pm, task_perf = tree_switches(pm.stdout), tree_switches(perf_proc.stdout)
             t.log(f"system-wide {ev}: pmcprof {pm_v} in [{0.95 * task_pm:.0f}, "
                   f"{1.05 * kernel_p + 200:.0f}] (kernel window {kernel_p}); perf {perf_v:.0f} in "
                   f"[{0.95 * task_perf:.0f}, {1.05 * kernel_f + 200:.0f}] (kernel window {kernel_f})")
