@@ -444,14 +444,11 @@ X86_64 = Arch(
 # local storage for tracing programs (5.11), no multi-probe links. Its kernel through a private
 # apt configuration naming bullseye's suites on the host's mirrors. 5.10 is not PREEMPT_DYNAMIC
 # (preempt= is ignored) and has neither netfs nor the split virtio_pci modules.
-X86_64_510 = Arch(
-    name="x86_64-5.10", deb_arch="amd64", qemu="qemu-system-x86_64",
-    qemu_package="qemu-system-x86", machine=["-machine", "q35", "-cpu", "max"],
-    console="ttyS0", append="mitigations=off no_timer_check", default_cpus=2, max_cpus=None,
+X86_64_510 = Arch(**{**X86_64.__dict__, **dict(
+    name="x86_64-5.10", append="mitigations=off no_timer_check",
     modules=["virtio_ring", "virtio", "virtio_pci", "9pnet", "9pnet_virtio", "fscache", "9p"],
-    kernel_package=bullseye_kernel_package("amd64"), kernel_file="vmlinux",
-    boot_image=xz_payload_to_elf, elf_machine=EM_X86_64, private_apt=True,
-    rootfs_packages=None, subdir="x86_64-5.10", release="bullseye")
+    kernel_package=bullseye_kernel_package("amd64"), private_apt=True, subdir="x86_64-5.10",
+    release="bullseye")})
 
 # The arm64 root file system: a static busybox and the run-time libraries of a cross-built
 # pmcprof (with what they depend on, resolved by apt); libc-bin brings ldconfig (the guest builds

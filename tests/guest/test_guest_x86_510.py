@@ -38,7 +38,9 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402  (also in the guest: it runs this file from the host's tree)
+import pmcprof_testlib as t  # noqa: E402  (burn's output line and its start-up)
 
 ARCH = guest.X86_64_510
 F = guest.Checks()
@@ -93,12 +95,6 @@ def check_doctor(args):
                 f"doctor: {name} missing, naming Linux {version}", c.get("detail", "missing"))
 
 
-def burn_line(text):
-    """burn's own figures ({name: int}) from its output line, or {}."""
-    m = re.search(r"^burn (.*)$", text, re.M)
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))} if m else {}
-
-
 def check_counting(args):
     burn = os.path.join(args.workloads, "burn")
     r = pmcprof(args, "stat", "-j", "-e", "task-clock,context-switches", "--", burn, "300")
@@ -107,11 +103,11 @@ def check_counting(args):
         return
     rep = json.loads(r.stderr)  # like perf stat, the report goes to stderr (burn's line: stdout)
     values = {c["event"]: c for c in rep["counters"]}
-    w = burn_line(r.stdout)
-    own, tc = w.get("task_clock_ns"), values.get("task-clock", {}).get("value")
+    w = t.parse_kv(r.stdout, "burn")
+    own, tc = t.own_task_clock(w), values.get("task-clock", {}).get("value")
     # Before its own counter opened, burn was exec'd and loaded: slow under emulation (63 ms
     # seen), measured by burn as its process CPU time beyond its counter.
-    startup = max(0, w.get("process_cpu_ns", 0) - (own or 0))
+    startup = t.startup_ns(w)
     log(f"  counting: task-clock {tc} ns, burn's own {own} ns (+{startup} ns before it), "
         f"context-switches {values.get('context-switches', {}).get('value')}")
     F.check(own is not None and tc is not None and
@@ -138,8 +134,8 @@ def check_cgroups(args):
                 continue
             rep = json.loads(r.stderr)
             row = next((c for c in rep["counters"] if c.get("cgroup") == "/smoke"), {})
-            w = burn_line(r.stdout)
-            tc, own, cpu = row.get("value"), w.get("task_clock_ns"), w.get("process_cpu_ns")
+            w = t.parse_kv(r.stdout, "burn")
+            tc, own, cpu = row.get("value"), t.own_task_clock(w), w.get("process_cpu_ns")
             log(f"  cgroup ({backend}): task-clock {tc} ns; the burn in it: its own task-clock "
                 f"{own} ns, CPU time from its exec {cpu} ns")
             F.check(rep.get("cgroup_backend") == backend, f"JSON cgroup_backend {backend}")
