@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "pmcprof/counters/cgroups.hpp"
 #include "pmcprof/events/core_pmu_events.hpp"
 #include "pmcprof/platform/perf_event.hpp"
 #include "pmcprof/platform/system.hpp"
@@ -13,6 +14,15 @@
 namespace pmcprof {
 
 namespace {
+
+// The file that enables controllers below the cgroup v2 root.
+std::string root_subtree_control() {
+  try {
+    return cgroup2_mount_point() + "/cgroup.subtree_control";
+  } catch (const Error&) {
+    return "/sys/fs/cgroup/cgroup.subtree_control";
+  }
+}
 
 constexpr std::uint64_t kReadFormat = PERF_FORMAT_TOTAL_TIME_ENABLED |
                                       PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID |
@@ -179,6 +189,16 @@ void CounterSet::record_failure(Event& e, int err, bool leader, std::size_t grou
   const bool per_cpu = target_.kind == CounterTarget::Kind::cpus;
   const std::string& name = e.event.display_name();
   const std::size_t fds_needed = events_.size() * target_.instance_count() + 64;
+  // A software event always exists: ENOENT for one in a cgroup is the cgroup's, which has no
+  // perf_event state (css). Linux before 5.11 (at least) gives a cgroup none while no
+  // controller was ever enabled at the root (systemd enables some at boot; a bare init does
+  // not). Every event would read <not supported> for a reason no event has.
+  if (err == ENOENT && target_.cgroup_fd >= 0 && e.event.attr.type == PERF_TYPE_SOFTWARE)
+    throw UserError("the kernel keeps no perf_event state for this cgroup (ENOENT opening '" +
+                        name + "')",
+                    "enable a controller at the cgroup root once, as systemd does at boot: "
+                    "echo +pids > " + root_subtree_control(),
+                    kExitFailure);
   switch (classify_open_errno(err)) {
     case OpenFailure::not_supported:
     case OpenFailure::busy:

@@ -4,6 +4,7 @@
 
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/report/aggregate.hpp"
+#include "pmcprof/util/error.hpp"
 #include "pmcprof/util/progress.hpp"
 
 namespace pmcprof {
@@ -56,7 +57,11 @@ CgroupFdSession::CgroupFdSession(const CountingPlan& plan, ReportRenderer* inter
   Progress progress("opening cgroup counters", plan.cgroups.size(), plan.quiet);
   for (const auto& cg : plan.cgroups) {
     Fd dir = cg.open_dir();  // the events keep the cgroup: the fd can go right after
-    sets_.push_back(CounterSet::open(plan.groups, CounterTarget::cgroup(plan.cpus, dir.get())));
+    try {
+      sets_.push_back(CounterSet::open(plan.groups, CounterTarget::cgroup(plan.cpus, dir.get())));
+    } catch (const UserError& e) {
+      throw UserError("cgroup " + cg.path + ": " + e.what(), e.hint(), e.exit_code());
+    }
     progress.step(sets_.size());
   }
 }

@@ -8,7 +8,7 @@ builds the loopback TCP workload tests/guest/tcp_pair.c into DIR, boots the gues
 (guest.py: host root shared read-only, chroot, root) and runs this same file in it with
 --in-guest. Exit 0 pass, 1 fail, 77 skipped (qemu missing or unable to start).
 
-In the guest, pmcprof runs in three phases; the runs inside one phase go in parallel (two
+In the guest, pmcprof runs in phases; the runs inside one phase go in parallel (two
 vCPUs: most of each run is the BPF verifier and kallsyms/BTF look-ups, emulated), and after every
 phase, with no pmcprof left running, nothing of pmcprof may remain in the kernel:
   1. `--func tcp_sendmsg --backend kprobe --aggregate both` and `--backend fentry`, each while
@@ -34,6 +34,11 @@ phase, with no pmcprof left running, nothing of pmcprof may remain in the kernel
      wrapped sum), on-CPU never above wall, some calls seen preempted (slept > 0: the case was
      exercised), and the counted calls' page-faults total at most 2 (tiny() takes none after its
      first call: a call holding the competitor's faults was not flagged).
+  5. the smoke set every guest kernel runs (smoke.py, as the 5.10 guest), on this preemptible
+     kernel (issue 19): counting (`stat -- burn 300`: burn's own task-clock), per-cgroup
+     counting with the fd and the bpf backends, `serve` answering a scrape, `--func
+     syscall:getppid` (exactly the workload's 2,000 calls) and a USDT region (exactly its 120
+     regions, none open).
 Leftover check after each phase: /sys/kernel/tracing/kprobe_events empty, no kprobe on the
 probed functions in /sys/kernel/debug/kprobes/list, no BPF program named like pmcprof's
 (func_entry, func_exit, func_fentry, func_fexit, on_switch, on_fork, on_task_exit, ...) in
@@ -57,6 +62,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402  (also in the guest: it runs this file from the host's tree)
+import smoke  # noqa: E402  (the smoke set every guest kernel runs)
 import pmcprof_testlib as t  # noqa: E402  (the requirements every test declares)
 EXIT_SKIP = 77
 N_SEND = 200
@@ -760,6 +766,19 @@ def phase4(run):
     log(f"  phase 4's checks took {time.monotonic() - t:.1f} s in the emulator")
 
 
+def phase5(tmp):
+    phase("5. the smoke set (smoke.py) on a preemptible kernel")
+    if not ARGS.workloads:
+        F.check(False, "phase 5 needs --workloads")
+        return
+    t0 = time.monotonic()
+    s = smoke.Smoke(ARGS.pmcprof, ARGS.workloads, F)
+    for step in (s.counting, s.cgroups, s.serve, s.syscall, s.usdt):
+        step()
+    log(f"  phase 5 took {time.monotonic() - t0:.1f} s in the emulator")
+    check_no_leftovers("the smoke set")
+
+
 def guest_main(args):
     global ARGS
     ARGS = args
@@ -771,7 +790,7 @@ def guest_main(args):
         return 1
     with tempfile.TemporaryDirectory(prefix="pmcprof-guest-") as tmp:
         check_no_leftovers("boot (baseline)")
-        for ph in (phase1, phase2, phase3):
+        for ph in (phase1, phase2, phase3, phase5):
             try:
                 ph(tmp)
             except Exception:  # a bug in a phase must not hide the others

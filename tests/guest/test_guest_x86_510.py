@@ -8,7 +8,8 @@ On the host (what ctest runs):
 boots the guest once and runs this same file in it with --in-guest. Exit 0 pass, 1 fail, 77
 skipped (qemu missing, or the kernel cannot be had).
 
-The smoke set, in the guest (two vCPUs, no PMU: software events):
+The smoke set, in the guest (two vCPUs, no PMU: software events; counting, cgroups and serve
+are smoke.py's, which the 6.1 preempt=full guest of test_guest_kprobes.py runs too):
   - `pmcprof doctor --json`: the kernel is 5.10; kprobes, fentry, uprobes, syscall
     tracepoints, cgroup v2 and the counter read from BPF are there; bpf_get_attach_cookie (5.15)
     and task local storage (5.11) are not, each named with the version that has it;
@@ -20,6 +21,8 @@ The smoke set, in the guest (two vCPUs, no PMU: software events):
     task-clock is the burn's, from its own task-clock to its CPU time from the exec (+5 %,
     +20 ms); the JSON names the backend. (The BPF backend reads the ancestors' cgroup ids from
     the task's cgroup there: tracing programs cannot call bpf_get_current_ancestor_cgroup_id.)
+    Before that, with no controller enabled at the root yet (5.10 then gives a new cgroup no
+    perf_event state), the fd backend is refused in one line naming the cgroup, and a HINT;
   - `serve` answers a scrape with pmcprof's metrics and ends cleanly on SIGINT;
   - function mode, which carries each probed point's id in the BPF attach cookie (5.15): a
     kernel function, a user function, a syscall and a USDT region are each refused with one
@@ -29,22 +32,18 @@ The smoke set, in the guest (two vCPUs, no PMU: software events):
 import argparse
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(HERE, "..", "runtime"))
 import guest  # noqa: E402  (also in the guest: it runs this file from the host's tree)
-import pmcprof_testlib as t  # noqa: E402  (burn's output line and its start-up)
+import smoke  # noqa: E402  (the smoke set every guest kernel runs)
 
 ARCH = guest.X86_64_510
 F = guest.Checks()
-CGROUP = "/sys/fs/cgroup/smoke"
 PORT = 9477
 
 
@@ -96,88 +95,39 @@ def check_doctor(args):
 
 
 def check_counting(args):
-    burn = os.path.join(args.workloads, "burn")
-    r = pmcprof(args, "stat", "-j", "-e", "task-clock,context-switches", "--", burn, "300")
-    F.check(r.returncode == 0, "stat -- burn 300 exits 0", r.stderr[-500:])
-    if r.returncode != 0:
-        return
-    rep = json.loads(r.stderr)  # like perf stat, the report goes to stderr (burn's line: stdout)
-    values = {c["event"]: c for c in rep["counters"]}
-    w = t.parse_kv(r.stdout, "burn")
-    own, tc = t.own_task_clock(w), values.get("task-clock", {}).get("value")
-    # Before its own counter opened, burn was exec'd and loaded: slow under emulation (63 ms
-    # seen), measured by burn as its process CPU time beyond its counter.
-    startup = t.startup_ns(w)
-    log(f"  counting: task-clock {tc} ns, burn's own {own} ns (+{startup} ns before it), "
-        f"context-switches {values.get('context-switches', {}).get('value')}")
-    F.check(own is not None and tc is not None and
-            own * 0.95 <= tc <= own * 1.05 + startup + 10e6,
-            "task-clock is burn's own, and its start-up, within 5 % + 10 ms", f"{tc} vs {own}")
+    smoke.Smoke(args.pmcprof, args.workloads, F).counting()
+
+
+def check_cgroup_without_perf_state(args):
+    """Before any controller is enabled at the root, 5.10 gives a new cgroup no perf_event
+    state: the fd backend cannot count it, and says so in one line with a HINT (it printed
+    <not supported> for every event before)."""
+    with open("/sys/fs/cgroup/cgroup.subtree_control") as f:
+        if f.read().strip():
+            log("  skipped: a controller is already enabled at the root (run it first)")
+            return
+    path = "/sys/fs/cgroup/nocss"
+    os.makedirs(path, exist_ok=True)
+    try:
+        r = pmcprof(args, "stat", "-a", "-G", "/nocss", "--cgroup-backend", "fd", "-e",
+                    "task-clock", "--", "true")
+    finally:
+        os.rmdir(path)
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    log(f"  exit {r.returncode}: {lines}")
+    F.check(r.returncode == 1 and len(lines) == 2 and
+            lines[0].startswith("pmcprof: cgroup /nocss: the kernel keeps no perf_event state for this cgroup") and
+            lines[1].startswith("HINT: ") and "cgroup.subtree_control" in lines[1],
+            "a cgroup without perf_event state: one line naming it, a HINT, exit 1",
+            r.stderr[-500:])
 
 
 def check_cgroups(args):
-    # As systemd does at boot: a controller enabled at the root. Until the root's
-    # subtree_control is first written, Linux 5.10 gives a new cgroup no css of the implicit
-    # perf_event controller, and perf_event_open on it fails with ENOENT.
-    with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
-        f.write("+pids")
-    os.makedirs(CGROUP, exist_ok=True)
-    burn = os.path.join(args.workloads, "burn")
-    # The command moves itself into the cgroup, then becomes a burn of 1 s.
-    command = ["sh", "-c", f"echo $$ > {CGROUP}/cgroup.procs && exec {burn} 1000"]
-    try:
-        for backend in ("fd", "bpf"):
-            r = pmcprof(args, "stat", "-j", "-a", "-G", "/smoke", "--cgroup-backend", backend,
-                        "-e", "task-clock", "--", *command)
-            F.check(r.returncode == 0, f"-G --cgroup-backend {backend} exits 0", r.stderr[-500:])
-            if r.returncode != 0:
-                continue
-            rep = json.loads(r.stderr)
-            row = next((c for c in rep["counters"] if c.get("cgroup") == "/smoke"), {})
-            w = t.parse_kv(r.stdout, "burn")
-            tc, own, cpu = row.get("value"), t.own_task_clock(w), w.get("process_cpu_ns")
-            log(f"  cgroup ({backend}): task-clock {tc} ns; the burn in it: its own task-clock "
-                f"{own} ns, CPU time from its exec {cpu} ns")
-            F.check(rep.get("cgroup_backend") == backend, f"JSON cgroup_backend {backend}")
-            # The cgroup holds the burn from its exec (its CPU time) and the shell's last steps.
-            F.check(tc is not None and own is not None and cpu is not None and
-                    own * 0.95 <= tc <= cpu * 1.05 + 20e6, f"{backend}: the cgroup's "
-                    "task-clock is the burn's, from its exec", f"{tc} vs {own}..{cpu}")
-    finally:
-        os.rmdir(CGROUP)
+    smoke.Smoke(args.pmcprof, args.workloads, F).cgroups()
 
 
 def check_serve(args):
-    srv = subprocess.Popen([args.pmcprof, "serve", "--listen", f"127.0.0.1:{PORT}", "-e",
-                            "task-clock,context-switches"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    body, err, tries, t0 = "", "", 0, time.monotonic()
-    try:
-        while time.monotonic() < t0 + 120 and srv.poll() is None:
-            tries += 1
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=30) as u:
-                    body = u.read().decode()
-                if re.search(r"^pmcprof_up 1$", body, re.M):
-                    break
-                err = f"pmcprof_up is not 1 yet ({tries} tries)"  # still starting
-                time.sleep(0.5)
-            except OSError as e:  # not listening yet
-                err = f"{e} ({tries} tries over {time.monotonic() - t0:.1f} s, serve's " \
-                      f"status {srv.poll()})"
-                time.sleep(0.5)
-    finally:
-        srv.send_signal(signal.SIGINT)
-        try:
-            _, stderr = srv.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            _, stderr = srv.communicate()
-    F.check("pmcprof_" in body and "task-clock" in body.replace("task_clock", "task-clock"),
-            "serve answers a scrape with pmcprof's metrics",
-            f"{err or body[:300]}; serve's stderr: {stderr[-300:]!r}")
-    F.check(srv.returncode == 0, "serve ends cleanly on SIGINT", f"exit {srv.returncode}: "
-            f"{stderr[-300:]}")
+    smoke.Smoke(args.pmcprof, args.workloads, F).serve(PORT)
 
 
 def check_refused(args, what, extra):
@@ -224,7 +174,8 @@ def check_function_mode(args):
 
 def guest_main(args):
     log(f"== pmcprof on {os.uname().release}")
-    for step in (check_doctor, check_counting, check_cgroups, check_serve, check_function_mode):
+    for step in (check_doctor, check_counting, check_cgroup_without_perf_state, check_cgroups,
+                 check_serve, check_function_mode):
         if args.only and args.only not in step.__name__:
             continue
         log(f"-- {step.__name__}")
