@@ -184,17 +184,19 @@ def host_debian_sources():
     return [e for e in entries if "debian" in e[0]]
 
 
-def private_sources_list(arch, release=None):
+def private_sources_list(arch, release=None, point_release=False):
     """A sources.list for ARCH naming the host's Debian mirrors: the release, its updates and
     security suites as the host has them, plus the release's backports. RELEASE (a codename,
-    e.g. bullseye): that release's suites on the same mirrors instead, without backports."""
+    e.g. bullseye): that release's suites on the same mirrors instead, without backports; with
+    POINT_RELEASE, its main suite only."""
     code = debian_codename()
     lines, seen = [], set()
     for uri, suites, signed_by in host_debian_sources() or \
             [("http://deb.debian.org/debian", [code, code + "-updates"], None),
              ("http://deb.debian.org/debian-security", [code + "-security"], None)]:
         if release:
-            suites = [release + s[len(code):] for s in suites if s.startswith(code)]
+            suites = [release + s[len(code):] for s in suites
+                      if s.startswith(code) and (s == code or not point_release)]
         elif code in suites:
             suites = suites + [code + "-backports"]
         opts = f"arch={arch}" + (f" signed-by={signed_by}" if signed_by else "")
@@ -209,8 +211,9 @@ class Apt:
     """apt-get / apt-cache, with the host's configuration (root=None) or a private one for a
     foreign architecture in ROOT (sources.list, lists, cache: the machine's apt is untouched)."""
 
-    def __init__(self, arch=None, root=None, release=None):
+    def __init__(self, arch=None, root=None, release=None, point_release=False):
         self.arch, self.root, self.release = arch, root, release
+        self.point_release = point_release
         self.opts = []
         if root:
             self.opts = ["-o", f"Dir::Etc::SourceList={root}/sources.list",
@@ -230,7 +233,7 @@ class Apt:
             for d in ("lists/partial", "cache/archives/partial"):
                 os.makedirs(os.path.join(self.root, d), exist_ok=True)
             with open(os.path.join(self.root, "sources.list"), "w") as f:
-                f.write(private_sources_list(self.arch, self.release))
+                f.write(private_sources_list(self.arch, self.release, self.point_release))
         elif os.geteuid() != 0:
             return
         log(f"apt-get update ({'private ' + self.arch + ' lists' if self.root else 'host'})")
@@ -383,8 +386,8 @@ def x86_kernel_package(apt):
 
 
 def newest_kernel_package(prefix, pattern):
-    """A kernel_package: the newest package whose name starts with PREFIX and matches PATTERN
-    (a regex whose group 1 is the number that orders them) that apt can download."""
+    """A kernel_package: the packages whose names start with PREFIX and match PATTERN (a regex
+    whose group 1 is the number that orders them) that apt knows a version of, newest first."""
     rx = re.compile(pattern)
 
     def find(apt):
@@ -392,7 +395,7 @@ def newest_kernel_package(prefix, pattern):
         names = [n for n in apt.cache("pkgnames", prefix).split() if rx.match(n)]
         names.sort(key=lambda n: int(rx.match(n).group(1)), reverse=True)
         available = apt.candidates(*names) if names else {}
-        return next((n for n in names if available[n]), None)
+        return [n for n in names if available[n]]
     return find
 
 
@@ -421,6 +424,14 @@ class Arch:
             return Apt()
         return Apt(self.deb_arch, os.path.join(cache_dir, "apt"), self.release)
 
+    def kernel_apt(self, cache_dir):
+        """The apt the kernel comes from: the architecture's own, or, with kernel_release, that
+        release's suites (the root file system still from the architecture's)."""
+        if not self.kernel_release:
+            return self.apt(cache_dir)
+        return Apt(self.deb_arch, os.path.join(cache_dir, "apt-" + self.kernel_release),
+                   self.kernel_release, point_release=True)
+
     def guest_path(self, host_path):
         """Where a host path appears inside the guest's chroot."""
         p = os.path.abspath(host_path)
@@ -437,7 +448,8 @@ X86_64 = Arch(
     modules=["virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev",
              "virtio_pci", "9pnet", "9pnet_virtio", "netfs", "fscache", "9p"],
     kernel_package=x86_kernel_package, kernel_file="vmlinux", boot_image=xz_payload_to_elf,
-    elf_machine=EM_X86_64, private_apt=False, rootfs_packages=None, subdir="", release=None)
+    elf_machine=EM_X86_64, private_apt=False, rootfs_packages=None, subdir="", release=None,
+    kernel_release=None)
 
 # Debian 11's 5.10 on the same machine and root as X86_64 (issue 19: the oldest kernel pmcprof
 # supports, as Debian 11 and Amazon Linux 2 run it): no bpf_get_attach_cookie (5.15), no task
@@ -467,17 +479,27 @@ ARM64 = Arch(
     modules=["netfs", "9pnet", "9pnet_virtio", "9p"],  # virtio_pci is built in
     kernel_package=arm64_kernel_package, kernel_file="Image", boot_image=arm64_image,
     elf_machine=EM_AARCH64, private_apt=True, rootfs_packages=ROOTFS_PACKAGES, subdir="arm64",
-    release=None)
+    release=None, kernel_release=None)
+
+# Debian 11's 5.10 on the same machine, PMU and root file system as ARM64 (issue 19): the
+# kernel from bullseye's point release (its -security pool of arm64 kernels is not on every
+# mirror: this machine's answers 404), the root file system (the cross-built pmcprof's
+# libraries) from the host's release as ARM64's. 5.10's arm64 kernel has virtio and fscache as
+# modules.
+ARM64_510 = Arch(**{**ARM64.__dict__, **dict(
+    name="arm64-5.10", modules=X86_64_510.modules,
+    kernel_package=bullseye_kernel_package("arm64"), subdir="arm64-5.10",
+    kernel_release="bullseye")})
 
 ARCHES = {"x86_64": X86_64, "amd64": X86_64, "x86_64-5.10": X86_64_510, "arm64": ARM64,
-          "aarch64": ARM64}
+          "aarch64": ARM64, "arm64-5.10": ARM64_510}
 
 
 def arch_of(arch):
     if isinstance(arch, Arch):
         return arch
     if arch not in ARCHES:
-        raise GuestError(f"unknown guest architecture {arch!r} (one of x86_64, arm64)")
+        raise GuestError(f"unknown guest architecture {arch!r} (one of {', '.join(sorted(ARCHES))})")
     return ARCHES[arch]
 
 
@@ -718,32 +740,47 @@ class Prepared:
 
 def prepare_kernel(arch, cache_dir, apt):
     """cache_dir/PACKAGE/KERNEL_FILE (+ modules), fetched when missing. The package name pins
-    the kernel: when the archive moves on, the next run fetches it. Without apt lists (or
-    offline), an already cached kernel is used as it is."""
+    the kernel. Of the packages the architecture's kernel_package offers (one name, or a list,
+    newest first), a cached one is used; else the newest the mirror serves is fetched (the
+    security pool of bullseye's arm64 kernels is not on every mirror: 404, the next older).
+    Without apt lists (or offline), an already cached kernel is used as it is."""
     try:
-        package = arch.kernel_package(apt)
+        found = arch.kernel_package(apt)
     except GuestError:
-        package = None
-    if not package:
-        cached = sorted(e for e in os.listdir(cache_dir) if e.startswith("linux-image-"))
-        if not cached:
-            raise GuestError(f"apt does not know the {arch.name} kernel package (run apt-get "
-                             "update; Debian's main archive must be in sources)")
-        package = cached[-1]
+        found = None
+    packages = [found] if isinstance(found, str) else list(found or [])
+    cached = sorted(e for e in os.listdir(cache_dir) if e.startswith("linux-image-"))
+    have = [p for p in packages if p in cached] or ([] if packages else cached[-1:])
+    if not packages and not have:
+        raise GuestError(f"apt does not know the {arch.name} kernel package (run apt-get "
+                         "update; Debian's main archive must be in sources)")
+    for package in have + packages:
+        kdir = os.path.join(cache_dir, package)
+        kernel = os.path.join(kdir, arch.kernel_file)
+        if os.path.exists(kernel):
+            return package, kdir, kernel
+    t0 = time.monotonic()
+    deb_dir = os.path.join(cache_dir, "download")
+    deb, failures = None, []
+    for i, package in enumerate(packages):
+        log(f"fetching {package} (apt-get download; not installed)")
+        try:
+            deb = (apt.download_retrying if i == 0 else apt.download)([package], deb_dir)[0]
+            break
+        except GuestError as e:
+            failures.append(f"{package}: {str(e).strip().splitlines()[-1][:200]}")
+    if deb is None:
+        raise GuestError(f"no {arch.name} kernel package could be downloaded: "
+                         + "; ".join(failures[:3]))
     kdir = os.path.join(cache_dir, package)
     kernel = os.path.join(kdir, arch.kernel_file)
-    if not os.path.exists(kernel):
-        t0 = time.monotonic()
-        log(f"fetching {package} (apt-get download; not installed)")
-        deb_dir = os.path.join(cache_dir, "download")
-        deb = apt.download_retrying([package], deb_dir)[0]
-        shutil.rmtree(os.path.join(kdir, "modules"), ignore_errors=True)
-        extract_kernel(arch, deb, kdir)
-        shutil.rmtree(deb_dir, ignore_errors=True)
-        for other in os.listdir(cache_dir):  # older kernels: not needed any more
-            if other.startswith("linux-image-") and other != package:
-                shutil.rmtree(os.path.join(cache_dir, other), ignore_errors=True)
-        log(f"kernel ready in {time.monotonic() - t0:.1f} s: {kernel}")
+    shutil.rmtree(os.path.join(kdir, "modules"), ignore_errors=True)
+    extract_kernel(arch, deb, kdir)
+    shutil.rmtree(deb_dir, ignore_errors=True)
+    for other in os.listdir(cache_dir):  # older kernels: not needed any more
+        if other.startswith("linux-image-") and other != package:
+            shutil.rmtree(os.path.join(cache_dir, other), ignore_errors=True)
+    log(f"kernel ready in {time.monotonic() - t0:.1f} s: {kernel}")
     return package, kdir, kernel
 
 
@@ -762,8 +799,11 @@ def prepare(cache, arch=X86_64):
     with open(os.path.join(cache_dir, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         apt = arch.apt(cache_dir)
-        package, kdir, kernel = prepare_kernel(arch, cache_dir, apt)
-        rootfs = prepare_rootfs(arch, cache_dir, apt) if arch.rootfs_packages else None
+        package, kdir, kernel = prepare_kernel(arch, cache_dir, arch.kernel_apt(cache_dir))
+        rootfs = None
+        if arch.rootfs_packages:
+            apt.ensure_lists()  # (the kernel's apt may be another: kernel_release)
+            rootfs = prepare_rootfs(arch, cache_dir, apt)
         for entry in os.listdir(cache_dir):  # results dirs of runs killed hours ago
             path = os.path.join(cache_dir, entry)
             if entry.startswith("run-") and time.time() - os.path.getmtime(path) > 6 * 3600:
