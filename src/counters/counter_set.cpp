@@ -194,11 +194,12 @@ void CounterSet::record_failure(Event& e, int err, bool leader, std::size_t grou
   // controller was ever enabled at the root (systemd enables some at boot; a bare init does
   // not). Every event would read <not supported> for a reason no event has.
   if (err == ENOENT && target_.cgroup_fd >= 0 && e.event.attr.type == PERF_TYPE_SOFTWARE)
-    throw UserError("the kernel keeps no perf_event state for this cgroup (ENOENT opening '" +
-                        name + "')",
-                    "enable a controller at the cgroup root once, as systemd does at boot: "
-                    "echo +pids > " + root_subtree_control(),
-                    kExitFailure);
+    throw UserError(
+        "the kernel keeps no perf_event state for this cgroup (ENOENT opening '" + name + "')",
+        "enable a controller at the cgroup root once, as systemd does at boot: "
+        "echo +pids > " +
+            root_subtree_control(),
+        kExitFailure);
   switch (classify_open_errno(err)) {
     case OpenFailure::not_supported:
     case OpenFailure::busy:
