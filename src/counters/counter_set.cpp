@@ -190,14 +190,14 @@ void CounterSet::record_failure(Event& e, int err, bool leader, std::size_t grou
   const std::string& name = e.event.display_name();
   const std::size_t fds_needed = events_.size() * target_.instance_count() + 64;
   // A software event always exists: ENOENT for one in a cgroup is the cgroup's, which has no
-  // perf_event state (css). Linux before 5.11 (at least) gives a cgroup none while no
-  // controller was ever enabled at the root (systemd enables some at boot; a bare init does
-  // not). Every event would read <not supported> for a reason no event has.
+  // perf_event state (css). Linux 5.10 gives a cgroup none while no controller was ever
+  // enabled at the root (systemd enables some at boot; a bare init does not; 6.1 and later
+  // do). Every event would read <not supported> for a reason no event has.
   if (err == ENOENT && target_.cgroup_fd >= 0 && e.event.attr.type == PERF_TYPE_SOFTWARE)
     throw UserError(
         "the kernel keeps no perf_event state for this cgroup (ENOENT opening '" + name + "')",
-        "enable a controller at the cgroup root once, as systemd does at boot: "
-        "echo +pids > " +
+        "--cgroup-backend bpf needs none; or enable a controller at the cgroup root once, as "
+        "systemd does at boot: echo +pids > " +
             root_subtree_control(),
         kExitFailure);
   switch (classify_open_errno(err)) {
