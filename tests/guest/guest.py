@@ -1273,6 +1273,46 @@ def run_arm64_test(args, host_main, host_cc=True):
     return host_test(lambda: host_main(args))
 
 
+def hw_check_script(source, build):
+    """Shell lines that run scripts/hw-check in an arm64 guest on the cross-built pmcprof and
+    hw_workload, leaving its output (hw.out), exit status (hw.rc) and table in the results."""
+    gp = ARM64.guest_path
+    return (
+        # Exact, repeatable user-mode counts (tests/guest/README.md): no address randomisation.
+        "echo 0 > /proc/sys/kernel/randomize_va_space\n"
+        f"sh {gp(os.path.join(source, 'scripts/hw-check'))} "
+        f"--pmcprof {gp(os.path.join(build, 'pmcprof'))} "
+        f"--workload {gp(os.path.join(build, 'workloads/hw_workload'))} "
+        "--keep /run/tmp/hw > $PMCPROF_GUEST_OUT/hw.out 2>&1\n"
+        "echo $? > $PMCPROF_GUEST_OUT/hw.rc\n"
+        "cp /run/tmp/hw/table $PMCPROF_GUEST_OUT/table 2>/dev/null\n")
+
+
+def check_hw_check(checks, res, must_run, must_skip):
+    """What hw_check_script() left in RES: exit 0, its table kept with no FAIL row, every row
+    whose name starts with one of MUST_RUN ran and held, every row starting with a key of
+    MUST_SKIP was skipped, its reason holding that key's text."""
+    out = res.files.get("hw.out", b"").decode("utf-8", "replace")
+    print(out, flush=True)
+    checks.check(res.files.get("hw.rc", b"").strip() == b"0", "hw-check exited 0",
+                 res.files.get("hw.rc", b"(no status)").decode().strip())
+    rows = [line.split("\t") for line in
+            res.files.get("table", b"").decode("utf-8", "replace").splitlines()]
+    # (check, result, why) of each row of its table: CHECK EXPECTED MEASURED RESULT [WHY]
+    rows = [(r[0], r[3], r[4] if len(r) > 4 else "") for r in rows if len(r) >= 4]
+    checks.check(rows, "hw-check kept its table", out[-800:])
+    checks.check(all(r != "FAIL" for _, r, _ in rows), "hw-check: no FAIL row",
+                 "; ".join(c for c, r, _ in rows if r == "FAIL"))
+    for want in must_run:
+        ran = [r for c, r, _ in rows if c.startswith(want)]
+        checks.check(ran and all(r == "ok" for r in ran), f"hw-check ran and held: {want}",
+                     str(ran))
+    for want, reason in must_skip.items():
+        got = [(r, why) for c, r, why in rows if c.startswith(want)]
+        checks.check(got and all(r == "skip" and reason in why for r, why in got),
+                     f"hw-check skipped with its reason ({reason!r}): {want}", str(got))
+
+
 def run_under_oracle(checks, cache, script, timeout, plugin, out):
     """Boots the arm64 guest with the oracle PLUGIN (writing its report to OUT) to run SCRIPT,
     a shell script that leaves its workload's exit status in $PMCPROF_GUEST_OUT/run.rc.

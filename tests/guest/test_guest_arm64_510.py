@@ -38,20 +38,17 @@ LOOP_N = 5_000_000
 # hw-check's rows this kernel must run (a prefix of the check's name), and those it must skip
 # with the reason given.
 MUST_RUN = ["loop: instructions:u", "loop: IPC", "model event INST_RETIRED:u", "multiplexing: "]
-MUST_SKIP = {"user function hw_fn": "5.15", "kernel function": "5.15"}
+MUST_SKIP = {"user function hw_fn": "Linux 5.15", "kernel function": "Linux 5.15"}
 
 
-def guest_script(pmcprof, workload, hw_check):
+def guest_script(pmcprof, workload):
+    """What the guest runs after scripts/hw-check (guest.hw_check_script)."""
     return f"""
 out=$PMCPROF_GUEST_OUT
 P={pmcprof}
 W={workload}
-echo 0 > /proc/sys/kernel/randomize_va_space
 uname -r > $out/uname
 $P doctor --json > $out/doctor.json 2>$out/doctor.err
-sh {hw_check} --pmcprof $P --workload $W --keep /run/tmp/hw > $out/hw.out 2>&1
-echo $? > $out/hw.rc
-cp /run/tmp/hw/table $out/table 2>/dev/null
 # As systemd does at boot (5.10 gives a cgroup no perf_event state before): a controller at
 # the root.
 echo +pids > /sys/fs/cgroup/cgroup.subtree_control
@@ -91,9 +88,8 @@ def host_main(args):
     print(f"guest kernel {prep.package}", flush=True)
     guest.cross_build(source, build, args.cache, ["pmcprof", "hw_workload"])
     gp = ARCH.guest_path
-    script = guest_script(gp(os.path.join(build, "pmcprof")),
-                          gp(os.path.join(build, "workloads/hw_workload")),
-                          gp(os.path.join(source, "scripts/hw-check")))
+    script = guest.hw_check_script(source, build) + guest_script(
+        gp(os.path.join(build, "pmcprof")), gp(os.path.join(build, "workloads/hw_workload")))
     res = guest.run_test_boot(args.cache, ["/bin/sh", "-c", script], args.timeout, arch=ARCH)
     print(f"guest: qemu ran {res.boot_s:.1f} s", flush=True)
     F = guest.Checks()
@@ -120,20 +116,7 @@ def host_main(args):
     F.check(cookie.get("available") is False and "5.15" in cookie.get("detail", ""),
             "doctor: no bpf_get_attach_cookie, naming Linux 5.15", str(cookie))
 
-    print(text("hw.out"), flush=True)
-    F.check(rc("hw.rc") == "0", "hw-check exited 0", rc("hw.rc"))
-    rows = [line.split("\t") for line in text("table").splitlines()]
-    rows = [(r[0], r[3], r[4] if len(r) > 4 else "") for r in rows if len(r) >= 4]
-    F.check(rows, "hw-check kept its table")
-    F.check(all(r != "FAIL" for _, r, _ in rows), "hw-check: no FAIL row",
-            "; ".join(c for c, r, _ in rows if r == "FAIL"))
-    for want in MUST_RUN:
-        ran = [r for c, r, _ in rows if c.startswith(want)]
-        F.check(ran and all(r == "ok" for r in ran), f"hw-check ran and held: {want}", str(ran))
-    for want, reason in MUST_SKIP.items():
-        got = [(r, why) for c, r, why in rows if c.startswith(want)]
-        F.check(got and all(r == "skip" and reason in why for r, why in got),
-                f"hw-check skipped, naming Linux {reason}: {want}", str(got))
+    guest.check_hw_check(F, res, MUST_RUN, MUST_SKIP)
 
     try:
         whole = json.loads(text("whole.json"))["counters"][0]["value"]
