@@ -191,8 +191,8 @@ void CounterSet::record_failure(Event& e, int err, bool leader, std::size_t grou
   const std::size_t fds_needed = events_.size() * target_.instance_count() + 64;
   // A software event always exists: ENOENT for one in a cgroup is the cgroup's, which has no
   // perf_event state (css). Linux 5.10 gives a cgroup none while no controller was ever
-  // enabled at the root (systemd enables some at boot; a bare init does not; 6.1 and later
-  // do). Every event would read <not supported> for a reason no event has.
+  // enabled at the root (seen in the 5.10 guest; systemd enables some at boot, a bare init
+  // does not). Every event would read <not supported> for a reason no event has.
   if (err == ENOENT && target_.cgroup_fd >= 0 && e.event.attr.type == PERF_TYPE_SOFTWARE)
     throw UserError(
         "the kernel keeps no perf_event state for this cgroup (ENOENT opening '" + name + "')",
