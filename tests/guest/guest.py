@@ -456,9 +456,11 @@ X86_64 = Arch(
 # local storage for tracing programs (5.11), no multi-probe links. Its kernel through a private
 # apt configuration naming bullseye's suites on the host's mirrors. 5.10 is not PREEMPT_DYNAMIC
 # (preempt= is ignored) and has neither netfs nor the split virtio_pci modules.
+# Debian 11's 5.10 builds virtio and fscache as modules, on amd64 and arm64 alike.
+BULLSEYE_MODULES = ["virtio_ring", "virtio", "virtio_pci", "9pnet", "9pnet_virtio", "fscache",
+                    "9p"]
 X86_64_510 = Arch(**{**X86_64.__dict__, **dict(
-    name="x86_64-5.10", append="mitigations=off no_timer_check",
-    modules=["virtio_ring", "virtio", "virtio_pci", "9pnet", "9pnet_virtio", "fscache", "9p"],
+    name="x86_64-5.10", append="mitigations=off no_timer_check", modules=BULLSEYE_MODULES,
     kernel_package=bullseye_kernel_package("amd64"), private_apt=True, subdir="x86_64-5.10",
     release="bullseye")})
 
@@ -484,10 +486,9 @@ ARM64 = Arch(
 # Debian 11's 5.10 on the same machine, PMU and root file system as ARM64 (issue 19): the
 # kernel from bullseye's point release (its -security pool of arm64 kernels is not on every
 # mirror: this machine's answers 404), the root file system (the cross-built pmcprof's
-# libraries) from the host's release as ARM64's. 5.10's arm64 kernel has virtio and fscache as
-# modules.
+# libraries) from the host's release as ARM64's.
 ARM64_510 = Arch(**{**ARM64.__dict__, **dict(
-    name="arm64-5.10", modules=X86_64_510.modules,
+    name="arm64-5.10", modules=BULLSEYE_MODULES,
     kernel_package=bullseye_kernel_package("arm64"), subdir="arm64-5.10",
     kernel_release="bullseye")})
 
@@ -749,12 +750,13 @@ def prepare_kernel(arch, cache_dir, apt):
     except GuestError:
         found = None
     packages = [found] if isinstance(found, str) else list(found or [])
-    cached = sorted(e for e in os.listdir(cache_dir) if e.startswith("linux-image-"))
-    have = [p for p in packages if p in cached] or ([] if packages else cached[-1:])
-    if not packages and not have:
+    # Offline (apt knows none): the newest cached kernel.
+    candidates = packages or sorted(e for e in os.listdir(cache_dir)
+                                    if e.startswith("linux-image-"))[-1:]
+    if not candidates:
         raise GuestError(f"apt does not know the {arch.name} kernel package (run apt-get "
                          "update; Debian's main archive must be in sources)")
-    for package in have + packages:
+    for package in candidates:
         kdir = os.path.join(cache_dir, package)
         kernel = os.path.join(kdir, arch.kernel_file)
         if os.path.exists(kernel):
