@@ -55,9 +55,10 @@ BpfCgroupCounter BpfCgroupCounter::start(const CounterSet& counters,
   skel->rodata->n_events = static_cast<__u32>(n_events);
   skel->rodata->n_cpus = static_cast<__u32>(c.events_.n_cpus());
   skel->rodata->ancestor_helper = kernel_has_tracing_ancestor_cgroup_id();
+  skel->rodata->uncharged = static_cast<__u32>(cgroups.size());
   size_map(skel->maps.counters, c.events_.slots());
-  size_map(skel->maps.cgroup_counts,
-           std::max<std::size_t>(1, cgroups.size()) * std::max<std::size_t>(1, n_events));
+  // One slot per cgroup and event, then the uncharged stretches' per event.
+  size_map(skel->maps.cgroup_counts, (cgroups.size() + 1) * std::max<std::size_t>(1, n_events));
   size_map(skel->maps.cgroup_index, std::max<std::size_t>(1, cgroups.size()));
   check_bpf_load(cgroup_count_bpf__load(skel), "cgroup_count");
   c.events_.fill(bpf_map__fd(skel->maps.counters), counters);
@@ -75,10 +76,6 @@ BpfCgroupCounter BpfCgroupCounter::start(const CounterSet& counters,
   return c;
 }
 
-std::uint64_t BpfCgroupCounter::read_errors() const {
-  return skel_->bss->read_errors;
-}
-
 void BpfCgroupCounter::flush() {
   const int prog_fd = bpf_program__fd(skel_->progs.cgroup_flush);
   for (int cpu : cpus_) {
@@ -91,20 +88,27 @@ void BpfCgroupCounter::flush() {
   }
 }
 
-std::vector<std::vector<RawCount>> BpfCgroupCounter::read() {
-  flush();
-  std::vector<std::vector<RawCount>> out(n_cgroups_, std::vector<RawCount>(n_counter_events_));
+std::vector<RawCount> BpfCgroupCounter::read_slots(std::size_t cgroup_slot) const {
+  std::vector<RawCount> out(n_counter_events_);
   const int fd = bpf_map__fd(skel_->maps.cgroup_counts);
   const std::size_t n_bpf = events_.size();
-  for (std::size_t cg = 0; cg < n_cgroups_; ++cg) {
-    for (std::size_t b = 0; b < n_bpf; ++b) {
-      const __u32 slot = static_cast<__u32>(cg * n_bpf + b);
-      RawCount& sum = out[cg][events_.counter_event(b)];
-      for_each_cpu_value<CgroupCount>(fd, &slot, [&](const CgroupCount& v) {
-        sum += RawCount{v.counter, v.enabled, v.running};
-      });
-    }
+  for (std::size_t b = 0; b < n_bpf; ++b) {
+    const __u32 slot = static_cast<__u32>(cgroup_slot * n_bpf + b);
+    RawCount& sum = out[events_.counter_event(b)];
+    for_each_cpu_value<CgroupCount>(fd, &slot, [&](const CgroupCount& v) {
+      sum += RawCount{v.counter, v.enabled, v.running};
+    });
   }
+  return out;
+}
+
+BpfCgroupCounts BpfCgroupCounter::read() {
+  flush();
+  BpfCgroupCounts out;
+  for (std::size_t cg = 0; cg < n_cgroups_; ++cg) out.per_cgroup.push_back(read_slots(cg));
+  out.uncharged = read_slots(n_cgroups_);  // the slot after the last cgroup's
+  out.unreported_switches = __atomic_load_n(&skel_->bss->unreported_switches, __ATOMIC_RELAXED);
+  out.read_errors = __atomic_load_n(&skel_->bss->read_errors, __ATOMIC_RELAXED);
   return out;
 }
 

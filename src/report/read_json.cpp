@@ -269,6 +269,19 @@ CountingReport read_counting(const Ctx& c, const ojson& j) {
     if (b != "fd" && b != "bpf") c.fail("cgroup_backend", "unknown backend " + quote(b));
     r.cgroup_backend = b == "fd" ? CgroupBackend::fd : CgroupBackend::bpf;
   }
+  if (const ojson* u = find(j, "cgroup_uncharged")) {
+    const std::string path = "cgroup_uncharged";
+    object_at(c, *u, path);
+    UnchargedCounts uc;
+    for (auto [key, field] : {std::pair{"unreported_switches", &uc.unreported_switches},
+                              std::pair{"read_errors", &uc.read_errors}})
+      *field = as_u64(c, need(c, *u, path, key), member(path, key));
+    const std::string cpath = member(path, "counters");
+    const ojson& counters = array_at(c, need(c, *u, path, "counters"), cpath);
+    for (std::size_t i = 0; i < counters.size(); ++i)
+      uc.counters.push_back(read_counter(c, counters[i], index(cpath, i)));
+    r.cgroup_uncharged = std::move(uc);
+  }
   if (find(j, "aggregate_by"))
     r.aggr_mode = aggr_mode_of(c, str(c, j, "", "aggregate_by"), "aggregate_by");
   const ojson& counters = array_at(c, need(c, j, "", "counters"), "counters");

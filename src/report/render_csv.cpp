@@ -79,28 +79,38 @@ class CsvRenderer : public ReportRenderer {
   }
 
   void print_rows(const CountingReport& r, const std::string& lead) {
-    const std::string& sep = opts_.csv_separator;
-    for (const auto& row : r.counters) {
-      const std::string p = prefix(r, row, lead);
-      std::string fields = csv_value(row) + sep + (row.unit == "ns" ? "msec" : "") + sep +
-                           csv_field(row.event, sep) + sep;
-      if (row.cgroup)
-        fields +=
-            csv_field(*row.cgroup, sep) + sep + std::to_string(row.cgroup_id.value_or(0)) + sep;
-      if (r.runs > 1)
-        fields += (row.stddev_pct ? format_fixed(*row.stddev_pct, 2) + "%" : "") + sep;
-      const double pct = row.status == CounterStatus::ok
-                             ? row.running_pct
-                             : running_percent(row.running_ns, row.enabled_ns);
-      fields += std::to_string(row.running_ns) + sep + format_fixed(pct, 2) + sep;
-      auto metrics = metrics_of(r, row);
-      if (metrics.empty()) metrics.emplace_back("", "");
-      out_ << p << fields << metrics[0].first << sep << metrics[0].second << '\n';
-      // Continuation lines keep the field count: empty fields up to the metric.
-      const std::string blank = empty_fields(fields);
-      for (std::size_t i = 1; i < metrics.size(); ++i)
-        out_ << p << blank << metrics[i].first << sep << metrics[i].second << '\n';
+    for (const auto& row : r.counters) print_row(r, row, lead, metrics_of(r, row));
+    // The BPF cgroup backend's stretches charged to no cgroup, when there were any: as a
+    // cgroup "(no cgroup)" with id 0, no metrics (they are no one scope's).
+    if (!r.cgroup_uncharged) return;
+    const UnchargedCounts& u = *r.cgroup_uncharged;
+    if (!u.unreported_switches && !u.read_errors) return;
+    for (CounterRow row : u.counters) {
+      row.cgroup = "(no cgroup)";
+      row.cgroup_id = 0;
+      print_row(r, row, lead, {});
     }
+  }
+
+  void print_row(const CountingReport& r, const CounterRow& row, const std::string& lead,
+                 std::vector<std::pair<std::string, std::string>> metrics) {
+    const std::string& sep = opts_.csv_separator;
+    const std::string p = prefix(r, row, lead);
+    std::string fields = csv_value(row) + sep + (row.unit == "ns" ? "msec" : "") + sep +
+                         csv_field(row.event, sep) + sep;
+    if (row.cgroup)
+      fields += csv_field(*row.cgroup, sep) + sep + std::to_string(row.cgroup_id.value_or(0)) + sep;
+    if (r.runs > 1) fields += (row.stddev_pct ? format_fixed(*row.stddev_pct, 2) + "%" : "") + sep;
+    const double pct = row.status == CounterStatus::ok
+                           ? row.running_pct
+                           : running_percent(row.running_ns, row.enabled_ns);
+    fields += std::to_string(row.running_ns) + sep + format_fixed(pct, 2) + sep;
+    if (metrics.empty()) metrics.emplace_back("", "");
+    out_ << p << fields << metrics[0].first << sep << metrics[0].second << '\n';
+    // Continuation lines keep the field count: empty fields up to the metric.
+    const std::string blank = empty_fields(fields);
+    for (std::size_t i = 1; i < metrics.size(); ++i)
+      out_ << p << blank << metrics[i].first << sep << metrics[i].second << '\n';
   }
 
   // As many separators as `fields` has fields.

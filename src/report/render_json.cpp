@@ -134,6 +134,17 @@ ojson report_json(const CountingReport& report, const char* type, bool metric_on
   j["interrupted"] = report.interrupted;
   j["exit_status"] = report.exit_status ? ojson(*report.exit_status) : ojson(nullptr);
   if (report.cgroup_backend) j["cgroup_backend"] = to_string(*report.cgroup_backend);
+  if (const auto& u = report.cgroup_uncharged) {
+    ojson counters = ojson::array();
+    for (const auto& row : u->counters) {
+      ojson c = counter_json(report, row);
+      c["metric"] = nullptr;  // no one scope's: shadow metrics would mix tasks
+      counters.push_back(std::move(c));
+    }
+    j["cgroup_uncharged"] = {{"unreported_switches", u->unreported_switches},
+                             {"read_errors", u->read_errors},
+                             {"counters", std::move(counters)}};
+  }
   if (report.aggr_mode != AggrMode::global) j["aggregate_by"] = to_string(report.aggr_mode);
   if (report.user_ns) j["user_ns"] = *report.user_ns;
   if (report.sys_ns) j["sys_ns"] = *report.sys_ns;

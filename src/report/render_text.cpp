@@ -94,11 +94,16 @@ std::string tail(const CounterRow& row, const std::string& metric) {
   return out;
 }
 
+// The row's value, unit and event columns, after the interval and aggregate fields.
+std::string row_fields(const CountingReport& r, const CounterRow& row, bool big_num) {
+  return interval_prefix(r) + aggr_field(r, row) + value_field(row, big_num) + " " +
+         pad_right(row.unit == "ns" ? "msec" : "", kUnitWidth) + " " +
+         pad_right(escape_bytes(row.event), kEventWidth);
+}
+
 void print_row(std::ostream& out, const CountingReport& r, const CounterRow& row, bool big_num) {
   const std::string lead = interval_prefix(r) + aggr_field(r, row);
-  std::string line = lead + value_field(row, big_num) + " " +
-                     pad_right(row.unit == "ns" ? "msec" : "", kUnitWidth) + " " +
-                     pad_right(escape_bytes(row.event), kEventWidth);
+  std::string line = row_fields(r, row, big_num);
   if (row.cgroup)
     line +=
         " " + pad_right(escape_bytes(*row.cgroup) + (row.cgroup_removed ? " (removed)" : ""), 24);
@@ -113,8 +118,27 @@ void print_row(std::ostream& out, const CountingReport& r, const CounterRow& row
     out << rstrip(lead + blank + " " + metrics[i]) << '\n';
 }
 
+// The BPF cgroup backend's stretches charged to no cgroup, when there were any: their counts
+// in the cgroup column's place, then why (no metrics: they are no one scope's).
+void print_uncharged(std::ostream& out, const CountingReport& r, bool big_num) {
+  if (!r.cgroup_uncharged) return;
+  const UnchargedCounts& u = *r.cgroup_uncharged;
+  if (!u.unreported_switches && !u.read_errors) return;
+  for (const auto& row : u.counters)
+    out << rstrip(row_fields(r, row, big_num) + " " + pad_right("(no cgroup)", 24)) << '\n';
+  std::string why;
+  if (u.unreported_switches)
+    why = std::to_string(u.unreported_switches) +
+          " stretch(es) after a context switch the kernel did not report";
+  if (u.read_errors)
+    why += std::string(why.empty() ? "" : ", ") + std::to_string(u.read_errors) +
+           " failed counter read(s)";
+  out << interval_prefix(r) << "# (no cgroup): charged to none: " << why << '\n';
+}
+
 void print_rows(std::ostream& out, const CountingReport& r, bool big_num) {
   for (const auto& row : r.counters) print_row(out, r, row, big_num);
+  print_uncharged(out, r, big_num);
 }
 
 // ---- --metric-only: one column per metric, one line per scope ----

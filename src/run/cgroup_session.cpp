@@ -26,7 +26,7 @@ std::string detail(const CountingPlan& plan, CgroupBackend backend) {
 std::vector<CounterRow> cgroup_rows(const std::vector<Cgroup>& cgroups, const Snapshot& snap,
                                     const std::vector<const CounterSet*>& sets, bool summed) {
   std::vector<CounterRow> rows;
-  for (std::size_t g = 0; g < snap.size(); ++g) {
+  for (std::size_t g = 0; g < cgroups.size(); ++g) {
     const CounterSet& set = *sets[sets.size() == 1 ? 0 : g];
     for (auto& row : aggregate_rows(series_of(set, snap[g], summed), false)) {
       row.cgroup = cgroups[g].path;
@@ -112,20 +112,42 @@ void CgroupBpfSession::disable() {
   set_.disable();
 }
 
+// The snapshot's scopes: one per cgroup, then the uncharged stretches' counts per event, then
+// two counts (unreported switches, read errors) as one-value events: so intervals and
+// totals come from the same snapshot arithmetic as the cgroups'.
 Snapshot CgroupBpfSession::read() {
   // After disable() the counts are final: the read made there is the snapshot.
-  auto per_cgroup = last_ ? *last_ : bpf_->read();
+  const BpfCgroupCounts counts = last_ ? *last_ : bpf_->read();
   Snapshot snap;
-  for (auto& events : per_cgroup) {
+  auto scope_of = [](const std::vector<RawCount>& events) {
     std::vector<std::vector<RawCount>> scope;
-    for (auto& c : events) scope.push_back({c});
-    snap.push_back(std::move(scope));
-  }
+    for (const auto& c : events) scope.push_back({c});
+    return scope;
+  };
+  for (const auto& events : counts.per_cgroup) snap.push_back(scope_of(events));
+  snap.push_back(scope_of(counts.uncharged));
+  snap.push_back(
+      scope_of({RawCount{counts.unreported_switches, 0, 0}, RawCount{counts.read_errors, 0, 0}}));
   return snap;
 }
 
 std::vector<CounterRow> CgroupBpfSession::rows(const Snapshot& snap) const {
   return cgroup_rows(plan_.cgroups, snap, {&set_}, true);
+}
+
+void CgroupBpfSession::add_extras(CountingReport& r, const Snapshot& snap) const {
+  const std::size_t n = plan_.cgroups.size();
+  UnchargedCounts u;
+  u.counters = aggregate_rows(series_of(set_, snap.at(n), true), false);
+  // Nothing set aside is a measured 0, not a counter that did not run.
+  for (auto& row : u.counters) {
+    if (row.status != CounterStatus::not_counted) continue;
+    row.status = CounterStatus::ok;
+    row.running_pct = 100;
+  }
+  u.unreported_switches = snap.at(n + 1).at(0).at(0).value;
+  u.read_errors = snap.at(n + 1).at(1).at(0).value;
+  r.cgroup_uncharged = std::move(u);
 }
 
 void CgroupBpfSession::mark_removed(std::vector<CounterRow>& rows) const {

@@ -142,6 +142,7 @@ CountingReport CountingSessionBase::report_of(const Snapshot& counts,
   r.elapsed_ns = elapsed_ns;
   r.timestamp_unix_ns = realtime_ns();
   r.counters = rows(counts);
+  add_extras(r, counts);
   r.metrics = compute_metrics(r, plan_.metrics);
   return r;
 }

@@ -406,18 +406,16 @@ def wait_for(predicate, timeout, step=0.02):
 # one unit (/proc/stat counts in 10 ms units), or nothing when none was counted: then every fd
 # run measured stayed within the edges (+1.13 ms at most in 60 runs under load).
 #
-# The BPF backend also exceeds burn_life without counted steal, sporadically and only under
-# load: +1.5 to +5.5 ms in about 1 run of `burn 100` in 15 beside two CPU hogs or other
-# builds, +0.1 to +0.5 ms otherwise (over 250 runs). A debug build of its program showed the
-# extra in single stretches charged to the burn that hold two context switches of the CPU's
-# counter but one run of the program, with no failed counter read and no missed run counted
-# by the kernel; the cause is not found (it is not in the fd backend). BPF_EXCESS_NS bounds it
-# for the bpf rows, so that the tests keep checking the BPF backend's attribution (a cgroup
-# that gets another's time, or loses its own, is off by far more) while that is open.
+# The BPF backend charges a stretch between two switches on a CPU only when the task switched
+# out is the one the CPU last switched to. This kernel does not report every switch: switch-outs
+# of the sandbox agent's threads (PID 1's tokio-rt-worker) are missing from the sched_switch
+# tracepoint (20 in 8 s under load, bpftrace on the same tracepoint), and a stretch after one
+# holds two tasks' time (charged whole to the burn, it once read +12.7 ms). pmcprof sets such
+# stretches aside and reports them (cgroup_uncharged), so a bpf row may be below its burn's
+# time by at most what the run set aside (uncharged_ns), and is never above it by another's.
 CGROUP_EDGES_NS = 2.5e6
 TASK_EDGES_NS = 2.5e6
 CLOCK_REL = 0.005
-BPF_EXCESS_NS = 6e6
 
 
 def own_task_clock(w):
@@ -484,12 +482,20 @@ class Steal:
 SWITCH_NS = 40e3
 
 
-def cgroup_extra_ns(backend, steal, switches=0):
+def cgroup_extra_ns(steal, switches=0):
     """What a per-cgroup count may have beyond burn_life and CGROUP_EDGES_NS: the run's steal
-    (Steal.allowance_ns()), BPF_EXCESS_NS for the bpf backend, and SWITCH_NS for each
-    of the cgroup's context switches the run counted."""
-    return (steal.allowance_ns() + (BPF_EXCESS_NS if backend == "bpf" else 0.0) +
-            switches * SWITCH_NS)
+    (Steal.allowance_ns()) and SWITCH_NS for each of the cgroup's context switches the run
+    counted."""
+    return steal.allowance_ns() + switches * SWITCH_NS
+
+
+def uncharged_ns(report, event="task-clock"):
+    """What a per-cgroup report's BPF backend set aside for EVENT (cgroup_uncharged: stretches
+    after a switch the kernel did not report), 0 when nothing was (or the fd backend ran)."""
+    for c in report.get("cgroup_uncharged", {}).get("counters", []):
+        if c["event"] == event:
+            return float(c["value"] or 0.0)
+    return 0.0
 
 
 def describe_burn(w, reference=None):
@@ -500,12 +506,12 @@ def describe_burn(w, reference=None):
             f"{100 * (own / cpu - 1):+.1f}% steal and clocks)")
 
 
-def assert_task_clock(tc, counted, reference, what, edges_ns, n=1, extra_ns=0.0):
+def assert_task_clock(tc, counted, reference, what, edges_ns, n=1, extra_ns=0.0, below_ns=0.0):
     """COUNTED (pmcprof's task-clock) against REFERENCE (the kernel's task-clock on the N
-    workloads it held): not below it by more than 0.5 %, not above it by more than 0.5 % + N
-    times EDGES_NS (CGROUP_EDGES_NS, TASK_EDGES_NS) + EXTRA_NS (Steal.allowance_ns() for
-    per-cgroup counts)."""
-    lo = reference * (1 - CLOCK_REL)
+    workloads it held): not below it by more than 0.5 % + BELOW_NS (uncharged_ns() for the
+    bpf backend's rows), not above it by more than 0.5 % + N times EDGES_NS (CGROUP_EDGES_NS,
+    TASK_EDGES_NS) + EXTRA_NS (cgroup_extra_ns() for per-cgroup counts)."""
+    lo = reference * (1 - CLOCK_REL) - below_ns
     hi = reference * (1 + CLOCK_REL) + n * edges_ns + extra_ns
     tc.assertTrue(lo <= counted <= hi,
                   f"{what}: {counted / 1e6:.3f} ms vs the workload's own task-clock "

@@ -56,7 +56,7 @@ class DeepTest(unittest.TestCase):
         self.assertEqual(sorted(fd_rows), sorted(expect_names))
         for n, v in fd_rows.items():
             t.assert_task_clock(self, v, life, f"fd: {n}", t.CGROUP_EDGES_NS,
-                                extra_ns=t.cgroup_extra_ns("fd", steal, self.switches))
+                                extra_ns=t.cgroup_extra_ns(steal, self.switches))
         bpf = stats["bpf"]
         if bpf.returncode != 0:
             line = t.assert_clean_error(self, bpf.proc)
@@ -70,7 +70,8 @@ class DeepTest(unittest.TestCase):
         for n in by_depth:
             t.assert_task_clock(self, rows[n], life, f"bpf: {n} (level {n.count('/')})",
                                 t.CGROUP_EDGES_NS,
-                                extra_ns=t.cgroup_extra_ns("bpf", steal, self.switches))
+                                extra_ns=t.cgroup_extra_ns(steal, self.switches),
+                                below_ns=t.uncharged_ns(bpf.json))
 
     def test_ten_watched_ancestors(self):
         with t.TestCgroups("deep10") as cg:

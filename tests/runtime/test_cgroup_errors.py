@@ -125,7 +125,8 @@ class CgroupErrorsTest(unittest.TestCase):
                 self.assertTrue(row["cgroup_removed"], f"{be}: not marked removed")
                 t.assert_task_clock(self, v, life, f"{be}: removed cgroup's task-clock",
                                     t.CGROUP_EDGES_NS,
-                                    extra_ns=t.cgroup_extra_ns(be, steal) + sleeper_cpu)
+                                    extra_ns=t.cgroup_extra_ns(steal) + sleeper_cpu,
+                                    below_ns=t.uncharged_ns(s.json))
             left = t.wait_no_pmcprof_orphans()
             self.assertEqual(left, [], "pmcprof BPF programs left loaded")
             # -I: an interval that ends after X is gone marks it too (X's row stays in each).

@@ -74,7 +74,8 @@ class ManyCgroupsTest(unittest.TestCase):
             self.assertFalse(row["cgroup_removed"])
         t.assert_task_clock(self, t.cgroup_value(rows[busy]), life, "busy cgroup's task-clock",
                             t.CGROUP_EDGES_NS,
-                            extra_ns=t.cgroup_extra_ns("bpf", steal))
+                            extra_ns=t.cgroup_extra_ns(steal),
+                            below_ns=t.uncharged_ns(s.json))
         idle = {n: t.cgroup_value(r) for n, r in rows.items() if n != busy}
         self.assertEqual([n for n, v in idle.items() if v != 0], [],
                          "cgroups that ran nothing have a count")

@@ -87,7 +87,8 @@ class MigrateTest(unittest.TestCase):
                 t.assert_task_clock(self, got[be][A] + got[be][B], life,
                                     f"{be}: A + B vs the burn's own task-clock",
                                     t.CGROUP_EDGES_NS,
-                                    extra_ns=t.cgroup_extra_ns(be, steal))
+                                    extra_ns=t.cgroup_extra_ns(steal),
+                                    below_ns=t.uncharged_ns(stats[be].json))
             self.assertGreater(got["fd"][A], 20e6, "the move came too early to tell")
             self.assertGreater(got["fd"][B], 20e6, "the move came too late to tell")
             self.assertLessEqual(got["bpf"][A], got["fd"][A] + 3e6,

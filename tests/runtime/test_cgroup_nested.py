@@ -68,12 +68,15 @@ class NestedTest(unittest.TestCase):
                 v = {name: t.cgroup_value(row) for name, row in rows.items()}
                 t.log(f"[{be:3}] " + ", ".join(
                     f"{name.rsplit('/', 1)[-1] if name != P else 'P'} {v[name] / 1e6:.2f} ms "
-                    f"({(v[name] - expect[name]) / 1e6:+.3f})" for name in (P, c1, g, c2)))
+                    f"({(v[name] - expect[name]) / 1e6:+.3f})" for name in (P, c1, g, c2)) +
+                    (f"; set aside {t.uncharged_ns(s.json) / 1e6:.2f} ms after "
+                     f"{s.json['cgroup_uncharged']['unreported_switches']} unreported switch(es)"
+                     if be == "bpf" else ""))
                 for name, want in expect.items():
                     t.assert_task_clock(self, v[name], want, f"{be}: {name} task-clock",
                                         t.CGROUP_EDGES_NS, n=burns_in[name],
-                                        extra_ns=t.cgroup_extra_ns(be, steal, switched[name])
-                                        + cpu_extra[name])
+                                        extra_ns=t.cgroup_extra_ns(steal, switched[name])
+                                        + cpu_extra[name], below_ns=t.uncharged_ns(s.json))
                 self.assertGreaterEqual(v[P], v[c1] + v[c2] - 1e5,
                                         f"{be}: parent below the sum of its children")
 

@@ -81,7 +81,8 @@ constexpr const char* kCounting =
 }  // namespace
 
 TEST(ReadJsonGolden, CountingReportsRenderAsTheirModels) {
-  for (const char* base : {"system_wide", "workload", "per_cpu", "repeat"}) expect_round_trip(base);
+  for (const char* base : {"system_wide", "workload", "per_cpu", "repeat", "cgroup_bpf"})
+    expect_round_trip(base);
   const SavedRun run = read_saved_run(golden("workload.json"), "workload.json");
   EXPECT_EQ(render(run, OutputFormat::csv, ";"), golden("workload_semicolon.csv"));
 }

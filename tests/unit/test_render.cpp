@@ -124,6 +124,38 @@ CountingReport per_cpu_report() {
   return r;
 }
 
+CounterRow in_cgroup(CounterRow r, const std::string& path, std::uint64_t id) {
+  r.cgroup = path;
+  r.cgroup_id = id;
+  return r;
+}
+
+// perf stat -a -G (BPF backend) where the kernel did not report two context switches: the
+// stretches after them are counted, charged to no cgroup.
+CountingReport cgroup_bpf_report() {
+  const std::uint64_t e = 1000000000;
+  CountingReport r;
+  r.target = "system wide";
+  r.elapsed_ns = e;
+  r.timestamp_unix_ns = 1700000003000000000ULL;
+  r.cgroup_backend = CgroupBackend::bpf;
+  r.counters = {
+      in_cgroup(ok("task-clock", kTaskClock, 612345678, 612345678, 612345678, "ns"), "/shop/web",
+                4242),
+      in_cgroup(ok("context-switches", kContextSwitches, 351, 612345678, 612345678), "/shop/web",
+                4242),
+      in_cgroup(not_ok("task-clock", kTaskClock, CounterStatus::not_counted), "/shop/idle", 4243),
+      in_cgroup(not_ok("context-switches", kContextSwitches, CounterStatus::not_counted),
+                "/shop/idle", 4243),
+  };
+  r.cgroup_uncharged =
+      UnchargedCounts{2,
+                      0,
+                      {ok("task-clock", kTaskClock, 4480000, 4480000, 4480000, "ns"),
+                       ok("context-switches", kContextSwitches, 6, 4480000, 4480000)}};
+  return r;
+}
+
 // perf stat -I 1000: one interval of the run.
 CountingReport interval_report(double at_s, std::uint64_t scale) {
   CountingReport r;
@@ -227,6 +259,28 @@ TEST(RenderGolden, Repeat) {
   pmcprof::testing::expect_golden("repeat.txt", render_text(r));
   pmcprof::testing::expect_golden("repeat.csv", render_csv(r));
   pmcprof::testing::expect_golden("repeat.json", render_json(r));
+}
+
+TEST(RenderGolden, CgroupBpfUncharged) {
+  const CountingReport r = cgroup_bpf_report();
+  pmcprof::testing::expect_golden("cgroup_bpf.txt", render_text(r));
+  pmcprof::testing::expect_golden("cgroup_bpf.csv", render_csv(r));
+  pmcprof::testing::expect_golden("cgroup_bpf.json", render_json(r));
+}
+
+// Nothing set aside: no "(no cgroup)" lines in text, the zeros in JSON (the field is always
+// there with the bpf backend, so dashboards can graph it).
+TEST(RenderText, NoUnchargedLinesWhenNoneWasSetAside) {
+  CountingReport r = cgroup_bpf_report();
+  r.cgroup_uncharged =
+      UnchargedCounts{0,
+                      0,
+                      {not_ok("task-clock", kTaskClock, CounterStatus::not_counted),
+                       not_ok("context-switches", kContextSwitches, CounterStatus::not_counted)}};
+  EXPECT_EQ(render_text(r).find("no cgroup"), std::string::npos);
+  const json j = json::parse(render_json(r));
+  EXPECT_EQ(j["cgroup_uncharged"]["unreported_switches"], 0);
+  EXPECT_EQ(j["cgroup_uncharged"]["counters"].size(), 2u);
 }
 
 TEST(RenderGolden, CsvSeparator) {

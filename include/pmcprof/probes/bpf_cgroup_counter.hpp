@@ -18,6 +18,16 @@ namespace pmcprof {
 // Throws UserError when the BPF backend cannot charge one of these cgroups faithfully.
 void check_bpf_cgroup_limits(const std::vector<Cgroup>& cgroups);
 
+// What one read of the BPF backend returns: cumulative counts, summed over CPUs.
+struct BpfCgroupCounts {
+  std::vector<std::vector<RawCount>> per_cgroup;  // [cgroup][counter-set event]
+  // Stretches charged to no cgroup, per counter-set event: those after a context switch the
+  // kernel did not report (they may hold several tasks' time), and those whose read failed.
+  std::vector<RawCount> uncharged;
+  std::uint64_t unreported_switches = 0;
+  std::uint64_t read_errors = 0;
+};
+
 class BpfCgroupCounter {
  public:
   // Loads and attaches; counters must be system-wide and enabled. Throws UserError when a
@@ -25,10 +35,8 @@ class BpfCgroupCounter {
   static BpfCgroupCounter start(const CounterSet& counters, const std::vector<Cgroup>& cgroups);
 
   // Charges what ran since the last switch on every CPU, then returns the cumulative counts
-  // [cgroup][counter-set event] (summed over CPUs; unsupported events read as zero).
-  std::vector<std::vector<RawCount>> read();
-  // Counter reads that failed in the hook: their stretches were charged to no cgroup.
-  std::uint64_t read_errors() const;
+  // (unsupported events read as zero).
+  BpfCgroupCounts read();
 
  private:
   static void destroy(cgroup_count_bpf* skel);
@@ -39,6 +47,7 @@ class BpfCgroupCounter {
         n_counter_events_(n_counter_events),
         cpus_(std::move(cpus)) {}
   void flush();
+  std::vector<RawCount> read_slots(std::size_t cgroup_slot) const;  // [counter-set event]
   BpfEventMap events_;
   Skeleton<cgroup_count_bpf, destroy> skel_;
   BpfLink link_;

@@ -80,6 +80,16 @@ struct MetricValue {
   std::string pmu;        // the core PMU of that group, on a heterogeneous machine
 };
 
+// Per-cgroup counting with the BPF backend: what it charged to no cgroup. A stretch between
+// two context switches on a CPU is set aside when the task switched out is not the one the
+// CPU last switched to (the kernel ran a switch it did not report, so the stretch may hold
+// several tasks' time), or when a counter read failed (that stretch and the next).
+struct UnchargedCounts {
+  std::uint64_t unreported_switches = 0;  // stretches set aside after an unreported switch
+  std::uint64_t read_errors = 0;          // failed counter reads
+  std::vector<CounterRow> counters;       // what the stretches set aside counted, per event
+};
+
 // A counting-mode report: the whole run, one interval (-I), or the mean of -r runs.
 struct CountingReport {
   std::string target;            // "system wide", "sleep 1", "process id 42", "CPU(s) 0-1"
@@ -92,7 +102,8 @@ struct CountingReport {
   std::optional<int> exit_status;        // the workload's exit status, when there is one
   std::optional<std::uint64_t> user_ns;  // the workload's user and system CPU time (rusage),
   std::optional<std::uint64_t> sys_ns;   // for one run of a command (perf's "seconds user")
-  std::optional<CgroupBackend> cgroup_backend;  // fd or bpf when counting per cgroup
+  std::optional<CgroupBackend> cgroup_backend;      // fd or bpf when counting per cgroup
+  std::optional<UnchargedCounts> cgroup_uncharged;  // the bpf backend's
   AggrMode aggr_mode = AggrMode::global;
   std::vector<CounterRow> counters;
   std::vector<MetricValue> metrics;  // -M, computed from `counters`

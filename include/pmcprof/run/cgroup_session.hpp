@@ -40,6 +40,7 @@ class CgroupBpfSession : public CountingSessionBase {
   void disable() override;
   Snapshot read() override;
   std::vector<CounterRow> rows(const Snapshot& snap) const override;
+  void add_extras(CountingReport& r, const Snapshot& snap) const override;
   void mark_removed(std::vector<CounterRow>& rows) const override;
   std::string verbose_detail() const override;
 
@@ -47,7 +48,7 @@ class CgroupBpfSession : public CountingSessionBase {
   CounterSet set_;
   std::optional<BpfCgroupCounter> bpf_;
   // The read made when counting stopped: final, so later reads return it.
-  std::optional<std::vector<std::vector<RawCount>>> last_;
+  std::optional<BpfCgroupCounts> last_;
 };
 
 // Rows of a per-cgroup snapshot: scope g is plan.cgroups[g].

@@ -53,6 +53,8 @@ class CountingSessionBase : public Session {
   virtual std::vector<CounterRow> rows(const Snapshot& snap) const = 0;
   // Marks rows whose cgroup was removed while counting (cgroup sessions).
   virtual void mark_removed(std::vector<CounterRow>& /*rows*/) const {}
+  // What a report holds beside its rows (the BPF cgroup backend's uncharged stretches).
+  virtual void add_extras(CountingReport& /*r*/, const Snapshot& /*snap*/) const {}
   // What -v adds after "N event group(s)".
   virtual std::string verbose_detail() const { return {}; }
 
