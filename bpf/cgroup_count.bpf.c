@@ -108,15 +108,21 @@ static __always_inline __u64 ancestor_cgroup_id(int level) {
 }
 
 /* Reads event i on this CPU, stores the delta since the last read (none on the first). */
-static __always_inline void take_delta(__u32 i, __u32 cpu) {
+/* bpf_perf_event_read_value's error for an empty slot: a CPU with no counters (-C). */
+#define PMCPROF_ENOENT 2
+
+/* Returns false when this CPU has no counter for event i (nothing to read, not an error). */
+static __always_inline bool take_delta(__u32 i, __u32 cpu) {
   struct cgroup_last *l = bpf_map_lookup_elem(&cgroup_last, &i);
-  if (!l) return;
+  if (!l) return true;
   l->state = DELTA_NONE;
   struct bpf_perf_event_value v = {};
-  if (bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &v, sizeof(v)) != 0) {
+  long err = bpf_perf_event_read_value(&counters, (__u64)i * n_cpus + cpu, &v, sizeof(v));
+  if (err == -PMCPROF_ENOENT) return false;
+  if (err) {
     __sync_fetch_and_add(&read_errors, 1);
     l->failed = 1; /* the last reading stays: the next delta covers this stretch too */
-    return;
+    return true;
   }
   bool primed = l->last.enabled != 0;
   l->delta.counter = v.counter - l->last.counter;
@@ -126,6 +132,7 @@ static __always_inline void take_delta(__u32 i, __u32 cpu) {
   l->state = !primed ? DELTA_NONE : l->failed ? DELTA_ASIDE : DELTA_CHARGE;
   l->failed = 0;
   l->last = v;
+  return true;
 }
 
 /* Adds event i's delta to cgroup slot CGROUP_IDX (or `uncharged`) when it is in STATE. */
@@ -162,8 +169,11 @@ static __always_inline bool stretch_is_current(__u64 next) {
  * two programs at once. NEXT: as stretch_is_current. */
 static __always_inline void cgroup_charge(__u64 next) {
   __u32 cpu = bpf_get_smp_processor_id();
+  /* A CPU that is not counted (-C) charges nothing, and its switches are not checked. Every
+   * event the loader put in the map has a counter on every counted CPU. */
+  if (!take_delta(0, cpu)) return;
 #pragma unroll
-  for (__u32 i = 0; i < PMCPROF_MAX_EVENTS; i++)
+  for (__u32 i = 1; i < PMCPROF_MAX_EVENTS; i++)
     if (i < n_events) take_delta(i, cpu);
   if (!stretch_is_current(next)) {
     __sync_fetch_and_add(&unreported_switches, 1);

@@ -102,6 +102,15 @@ std::vector<RawCount> BpfCgroupCounter::read_slots(std::size_t cgroup_slot) cons
   return out;
 }
 
+void BpfCgroupCounter::pretend_switched_to(std::uint32_t pid) {
+  const int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) throw SystemError("cannot count the possible CPUs: " + errno_string(-ncpus));
+  std::vector<__u64> on(static_cast<std::size_t>(ncpus), __u64{pid} + 1);
+  const __u32 key = 0;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.cgroup_on_cpu), &key, on.data(), BPF_ANY) != 0)
+    throw SystemError("cannot set the cgroup counter's last task: " + errno_string(errno));
+}
+
 BpfCgroupCounts BpfCgroupCounter::read() {
   flush();
   BpfCgroupCounts out;

@@ -151,6 +151,30 @@ void counting_metrics(Exposition& x, const CountingReport& r) {
           "Time the event was on the PMU, summed over CPUs (less than enabled: multiplexed).",
           labels, static_cast<double>(row.running_ns) / 1e9);
   }
+  if (const auto& u = r.cgroup_uncharged) {
+    x.add("pmcprof_cgroup_unreported_switches_total", "counter",
+          "Per-cgroup counting, bpf backend: stretches charged to no cgroup because the task "
+          "switched out was not the one the CPU last switched to (a switch the kernel did not "
+          "report).",
+          {}, static_cast<double>(u->unreported_switches));
+    x.add("pmcprof_cgroup_read_errors_total", "counter",
+          "Per-cgroup counting, bpf backend: failed counter reads (their stretches are charged "
+          "to no cgroup).",
+          {}, static_cast<double>(u->read_errors));
+    for (const auto& row : u->counters) {
+      if (row.status != CounterStatus::ok) continue;
+      if (row.unit == "ns")
+        x.add("pmcprof_cgroup_uncharged_seconds_total", "counter",
+              "Per-cgroup counting, bpf backend: what the stretches charged to no cgroup counted "
+              "of a clock event, in seconds.",
+              {{"event", row.event}}, row.value / 1e9);
+      else
+        x.add("pmcprof_cgroup_uncharged_total", "counter",
+              "Per-cgroup counting, bpf backend: what the stretches charged to no cgroup counted "
+              "of an event.",
+              {{"event", row.event}}, row.value);
+    }
+  }
 }
 
 // What one probe pair adds to a call, one unit per name: times (wall, on-CPU, clock events)

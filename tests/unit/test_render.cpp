@@ -13,6 +13,7 @@
 #include <string>
 
 #include "golden.hpp"
+#include "pmcprof/report/prometheus.hpp"
 #include "pmcprof/report/render.hpp"
 #include "pmcprof/report/report.hpp"
 #include "pmcprof/util/strings.hpp"
@@ -281,6 +282,22 @@ TEST(RenderText, NoUnchargedLinesWhenNoneWasSetAside) {
   const json j = json::parse(render_json(r));
   EXPECT_EQ(j["cgroup_uncharged"]["unreported_switches"], 0);
   EXPECT_EQ(j["cgroup_uncharged"]["counters"].size(), 2u);
+}
+
+// serve: what the bpf backend set aside, as its own series (not a pseudo-cgroup that a sum over
+// cgroups would take in).
+TEST(RenderPrometheus, UnchargedStretchesAreTheirOwnSeries) {
+  const CountingReport r = cgroup_bpf_report();
+  const std::string prom = render_prometheus(&r, nullptr, {});
+  EXPECT_NE(prom.find("\npmcprof_cgroup_unreported_switches_total 2\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("\npmcprof_cgroup_read_errors_total 0\n"), std::string::npos);
+  EXPECT_NE(prom.find("\npmcprof_cgroup_uncharged_seconds_total{event=\"task-clock\"} 0.00448\n"),
+            std::string::npos);
+  EXPECT_NE(prom.find("\npmcprof_cgroup_uncharged_total{event=\"context-switches\"} 6\n"),
+            std::string::npos);
+  EXPECT_EQ(prom.find("no cgroup"), std::string::npos);
+  const CountingReport fd = system_wide_report();
+  EXPECT_EQ(render_prometheus(&fd, nullptr, {}).find("uncharged"), std::string::npos);
 }
 
 TEST(RenderGolden, CsvSeparator) {

@@ -38,6 +38,10 @@ class BpfCgroupCounter {
   // (unsupported events read as zero).
   BpfCgroupCounts read();
 
+  // For tests: records PID as the task every CPU last switched to, as if the kernel had
+  // switched to it unreported; the next stretch on a CPU where another task runs is set aside.
+  void pretend_switched_to(std::uint32_t pid);
+
  private:
   static void destroy(cgroup_count_bpf* skel);
   BpfCgroupCounter(BpfEventMap events, std::size_t n_cgroups, std::size_t n_counter_events,
