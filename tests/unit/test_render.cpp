@@ -295,7 +295,7 @@ TEST(RenderPrometheus, UnchargedStretchesAreTheirOwnSeries) {
             std::string::npos);
   EXPECT_NE(prom.find("\npmcprof_cgroup_uncharged_total{event=\"context-switches\"} 6\n"),
             std::string::npos);
-  EXPECT_EQ(prom.find("no cgroup"), std::string::npos);
+  EXPECT_EQ(prom.find("cgroup=\"(no cgroup)\""), std::string::npos);
   const CountingReport fd = system_wide_report();
   EXPECT_EQ(render_prometheus(&fd, nullptr, {}).find("uncharged"), std::string::npos);
 }
