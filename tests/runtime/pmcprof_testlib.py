@@ -564,7 +564,8 @@ def counted_share(tc, row, what=""):
     control: the kernel does not report one of the thread's switches (the sched_switch
     tracepoint misses a switch in or out: seen on 6.18 about once in a thousand calls of threads
     that sleep or are preempted, far more often under load; the gap would have counted 2-28 ms
-    off the CPU as on it), and the call is flagged instead, with that reason
+    off the CPU as on it; on this VM the missing ones are switch-outs of the sandbox agent's
+    threads, docs/architecture.md), and the call is flagged instead, with that reason
     (not_counted_hidden_switch). Those are bounded by what the kernel hid in the same run; of
     the rest (a switch inside pmcprof's own probe program) at most 1 + 2 % of the calls may be.
     The caller scales what the program measured by the counted share."""
