@@ -107,11 +107,11 @@ static __always_inline __u64 ancestor_cgroup_id(int level) {
   return id;
 }
 
-/* Reads event i on this CPU, stores the delta since the last read (none on the first). */
 /* bpf_perf_event_read_value's error for an empty slot: a CPU with no counters (-C). */
 #define PMCPROF_ENOENT 2
 
-/* Returns false when this CPU has no counter for event i (nothing to read, not an error). */
+/* Reads event i on this CPU, stores the delta since the last read (none on the first).
+ * Returns false when this CPU has no counter for event i (nothing to read, not an error). */
 static __always_inline bool take_delta(__u32 i, __u32 cpu) {
   struct cgroup_last *l = bpf_map_lookup_elem(&cgroup_last, &i);
   if (!l) return true;
