@@ -83,10 +83,7 @@ std::uint64_t as_u64(const Ctx& c, const ojson& v, const std::string& path) {
 
 double as_double(const Ctx& c, const ojson& v, const std::string& path) {
   if (!v.is_number()) c.fail(path, "expected a number, found " + a_type(v));
-  const double d = v.get<double>();
-  // 1e999 parses as infinity, which pmcprof never writes (JSON has no infinity).
-  if (!std::isfinite(d)) c.fail(path, "out of range: " + shortened(v.dump(), 40));
-  return d;
+  return v.get<double>();  // finite: parse_json refused 1e999
 }
 
 std::string as_string(const Ctx& c, const ojson& v, const std::string& path) {
@@ -689,6 +686,38 @@ std::string parse_message(const ojson::parse_error& e) {
                   kReadHint);
 }
 
+// nlohmann refuses a number beyond double's range (1e999) with out_of_range 406 and no
+// position; the number is quoted in its message, so the first place it occurs is where it is.
+[[noreturn]] void number_overflow(const std::string& where, std::string_view text,
+                                  const ojson::out_of_range& e, std::size_t first_line = 1) {
+  const std::string what = e.what();
+  const auto open = what.find('\'');
+  const auto close = what.rfind('\'');
+  const std::string number =
+      open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+  const std::size_t at = number.empty() ? std::string_view::npos : text.find(number);
+  std::string place;
+  if (at != std::string_view::npos) {
+    auto [line, column] = line_and_column(text, at);
+    place = "line " + std::to_string(line + first_line - 1) + ", column " + std::to_string(column) +
+            ": ";
+  }
+  throw UserError(where + " holds a number too large for a double (" + place +
+                      shortened(number.empty() ? what : number, 60) + ")",
+                  kReadHint);
+}
+
+// Any bytes parse as JSON or are refused in one line: a syntax error, or a number out of range.
+ojson parse_json(std::string_view text, const std::string& where, std::size_t first_line = 1) {
+  try {
+    return ojson::parse(text);
+  } catch (const ojson::parse_error& e) {
+    not_json(where, text, e, first_line);
+  } catch (const ojson::out_of_range& e) {
+    number_overflow(where, text, e, first_line);
+  }
+}
+
 struct Value {
   ojson json;
   std::size_t line = 0;  // of an NDJSON record; 0 for a whole document
@@ -710,20 +739,10 @@ std::vector<Value> parse_values(std::string_view text, const std::string& source
   const bool ndjson =
       lines.size() > 1 && lines.front().first.front() == '{' && ojson::accept(lines.front().first);
   if (!ndjson) {
-    try {
-      out.push_back({ojson::parse(text), 0});
-    } catch (const ojson::parse_error& e) {
-      not_json(source, text, e);
-    }
+    out.push_back({parse_json(text, source), 0});
     return out;
   }
-  for (const auto& [line, n] : lines) {
-    try {
-      out.push_back({ojson::parse(line), n});
-    } catch (const ojson::parse_error& e) {
-      not_json(source, line, e, n);
-    }
-  }
+  for (const auto& [line, n] : lines) out.push_back({parse_json(line, source, n), n});
   return out;
 }
 

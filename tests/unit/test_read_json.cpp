@@ -197,6 +197,12 @@ TEST(ReadJsonRefuses, WhatIsNotAReportInOneLine) {
       refusal("{\"schema\": \"pmcprof/1\",\n  \"type\": rep").find("a.json is not JSON (line 2"),
       std::string::npos);
   EXPECT_NE(refusal("[1, 2]").find("its JSON is an array, not an object"), std::string::npos);
+  // nlohmann refuses a number beyond a double with an exception of another kind, and no place.
+  EXPECT_EQ(refusal("{\"schema\": \"pmcprof/1\",\n  \"elapsed_ns\": 1e999}"),
+            "a.json holds a number too large for a double (line 2, column 17: 1e999)");
+  EXPECT_EQ(refusal("{\"type\": \"report\"}\n{\"x\": -1e00000000123456800}\n"),
+            "a.json holds a number too large for a double (line 2, column 7: "
+            "-1e00000000123456800)");
   EXPECT_NE(refusal(R"({"counter-value" : "1.00", "unit" : "msec", "event" : "task-clock"})")
                 .find("looks like perf stat -j output"),
             std::string::npos);
