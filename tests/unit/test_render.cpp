@@ -69,59 +69,61 @@ CounterRow on_cpu(CounterRow r, int cpu) {
 
 constexpr std::uint64_t kSecond = 1000000000;
 
+// What every fixture below has: its target, its run's length, when it ended, its rows.
+CountingReport report_of(const std::string& target, std::uint64_t elapsed_ns,
+                         std::uint64_t timestamp_unix_ns, std::vector<CounterRow> counters) {
+  CountingReport r;
+  r.target = target;
+  r.elapsed_ns = elapsed_ns;
+  r.timestamp_unix_ns = timestamp_unix_ns;
+  r.counters = std::move(counters);
+  return r;
+}
+
 // perf stat -a: software events, an unsupported cycles, a branch-miss ratio.
 CountingReport system_wide_report() {
   const std::uint64_t e = 1001234567;
-  CountingReport r;
-  r.target = "system wide";
-  r.elapsed_ns = e;
-  r.timestamp_unix_ns = 1700000000123456789ULL;
-  r.counters = {
-      ok("task-clock", kTaskClock, 2002469134, 2 * e, 2 * e, "ns"),
-      ok("page-faults", kPageFaults, 1234, 2 * e, 2 * e),
-      ok("context-switches", kContextSwitches, 5678, 2 * e, 2 * e),
-      ok("cpu-migrations", kMigrations, 12, 2 * e, 2 * e),
-      not_ok("cycles", kCycles, CounterStatus::not_supported),
-      ok("branches", kBranches, 987654321, 2 * e, 2 * e),
-      ok("branch-misses", kBranchMisses, 12345678, 2 * e, 2 * e),
-  };
-  return r;
+  return report_of("system wide", e, 1700000000123456789ULL,
+                   {
+                       ok("task-clock", kTaskClock, 2002469134, 2 * e, 2 * e, "ns"),
+                       ok("page-faults", kPageFaults, 1234, 2 * e, 2 * e),
+                       ok("context-switches", kContextSwitches, 5678, 2 * e, 2 * e),
+                       ok("cpu-migrations", kMigrations, 12, 2 * e, 2 * e),
+                       not_ok("cycles", kCycles, CounterStatus::not_supported),
+                       ok("branches", kBranches, 987654321, 2 * e, 2 * e),
+                       ok("branch-misses", kBranchMisses, 12345678, 2 * e, 2 * e),
+                   });
 }
 
 // perf stat -- CMD: IPC, a multiplexed counter and one that never ran.
 CountingReport workload_report() {
   const std::uint64_t e = 523456789;
-  CountingReport r;
-  r.target = "./workload --spin 1";
-  r.elapsed_ns = e;
-  r.timestamp_unix_ns = 1700000001000000000ULL;
+  CountingReport r = report_of(
+      "./workload --spin 1", e, 1700000001000000000ULL,
+      {
+          ok("task-clock", kTaskClock, 501234567, e, e, "ns"),
+          ok("cycles", kCycles, 1503703701, e, e),
+          ok("instructions", kInstructions, 3007407402, e, e),
+          ok("cache-misses", kCacheMisses, 125000, 800000000, 500000000),  // 62.5%
+          not_ok("LLC-load-misses", kLlcLoadMisses, CounterStatus::not_counted, 800000000),
+      });
   r.exit_status = 0;
-  r.counters = {
-      ok("task-clock", kTaskClock, 501234567, e, e, "ns"),
-      ok("cycles", kCycles, 1503703701, e, e),
-      ok("instructions", kInstructions, 3007407402, e, e),
-      ok("cache-misses", kCacheMisses, 125000, 800000000, 500000000),  // 62.5%
-      not_ok("LLC-load-misses", kLlcLoadMisses, CounterStatus::not_counted, 800000000),
-  };
   return r;
 }
 
 // perf stat -a -A (perf 6.1's order: each event across the CPUs).
 CountingReport per_cpu_report() {
   const std::uint64_t e = 1000000000;
-  CountingReport r;
-  r.target = "system wide";
+  CountingReport r = report_of("system wide", e, 1700000002000000000ULL,
+                               {
+                                   on_cpu(ok("task-clock", kTaskClock, 1000000000, e, e, "ns"), 0),
+                                   on_cpu(ok("task-clock", kTaskClock, 250000000, e, e, "ns"), 1),
+                                   on_cpu(ok("cycles", kCycles, 2000000000, e, e), 0),
+                                   on_cpu(ok("cycles", kCycles, 300000000, e, e), 1),
+                                   on_cpu(ok("instructions", kInstructions, 1000000000, e, e), 0),
+                                   on_cpu(ok("instructions", kInstructions, 600000000, e, e), 1),
+                               });
   r.aggr_mode = AggrMode::cpu;
-  r.elapsed_ns = e;
-  r.timestamp_unix_ns = 1700000002000000000ULL;
-  r.counters = {
-      on_cpu(ok("task-clock", kTaskClock, 1000000000, e, e, "ns"), 0),
-      on_cpu(ok("task-clock", kTaskClock, 250000000, e, e, "ns"), 1),
-      on_cpu(ok("cycles", kCycles, 2000000000, e, e), 0),
-      on_cpu(ok("cycles", kCycles, 300000000, e, e), 1),
-      on_cpu(ok("instructions", kInstructions, 1000000000, e, e), 0),
-      on_cpu(ok("instructions", kInstructions, 600000000, e, e), 1),
-  };
   return r;
 }
 
@@ -135,20 +137,19 @@ CounterRow in_cgroup(CounterRow r, const std::string& path, std::uint64_t id) {
 // stretches after them are counted, charged to no cgroup.
 CountingReport cgroup_bpf_report() {
   const std::uint64_t e = 1000000000;
-  CountingReport r;
-  r.target = "system wide";
-  r.elapsed_ns = e;
-  r.timestamp_unix_ns = 1700000003000000000ULL;
+  CountingReport r = report_of(
+      "system wide", e, 1700000003000000000ULL,
+      {
+          in_cgroup(ok("task-clock", kTaskClock, 612345678, 612345678, 612345678, "ns"),
+                    "/shop/web", 4242),
+          in_cgroup(ok("context-switches", kContextSwitches, 351, 612345678, 612345678),
+                    "/shop/web", 4242),
+          in_cgroup(not_ok("task-clock", kTaskClock, CounterStatus::not_counted), "/shop/idle",
+                    4243),
+          in_cgroup(not_ok("context-switches", kContextSwitches, CounterStatus::not_counted),
+                    "/shop/idle", 4243),
+      });
   r.cgroup_backend = CgroupBackend::bpf;
-  r.counters = {
-      in_cgroup(ok("task-clock", kTaskClock, 612345678, 612345678, 612345678, "ns"), "/shop/web",
-                4242),
-      in_cgroup(ok("context-switches", kContextSwitches, 351, 612345678, 612345678), "/shop/web",
-                4242),
-      in_cgroup(not_ok("task-clock", kTaskClock, CounterStatus::not_counted), "/shop/idle", 4243),
-      in_cgroup(not_ok("context-switches", kContextSwitches, CounterStatus::not_counted),
-                "/shop/idle", 4243),
-  };
   r.cgroup_uncharged =
       UnchargedCounts{2,
                       0,
@@ -159,16 +160,14 @@ CountingReport cgroup_bpf_report() {
 
 // perf stat -I 1000: one interval of the run.
 CountingReport interval_report(double at_s, std::uint64_t scale) {
-  CountingReport r;
-  r.target = "system wide";
-  r.elapsed_ns = kSecond;
+  CountingReport r = report_of(
+      "system wide", kSecond,
+      1700000003000000000ULL + static_cast<std::uint64_t>(std::llround(at_s * 1e9)),
+      {
+          ok("task-clock", kTaskClock, 1990000000 + scale, 2 * kSecond, 2 * kSecond, "ns"),
+          ok("context-switches", kContextSwitches, 300 * scale, 2 * kSecond, 2 * kSecond),
+      });
   r.interval_s = at_s;
-  r.timestamp_unix_ns =
-      1700000003000000000ULL + static_cast<std::uint64_t>(std::llround(at_s * 1e9));
-  r.counters = {
-      ok("task-clock", kTaskClock, 1990000000 + scale, 2 * kSecond, 2 * kSecond, "ns"),
-      ok("context-switches", kContextSwitches, 300 * scale, 2 * kSecond, 2 * kSecond),
-  };
   return r;
 }
 
@@ -186,20 +185,17 @@ CountingReport interval_total() {
 // perf stat -r 5: means with the relative stddev of the mean.
 CountingReport repeat_report() {
   const std::uint64_t e = 12345678;
-  CountingReport r;
-  r.target = "true";
+  CountingReport r = report_of("true", e, 1700000004000000000ULL,
+                               {
+                                   ok("task-clock", kTaskClock, 1100000, e, e, "ns"),
+                                   ok("page-faults", kPageFaults, 97, e, e),
+                                   ok("cycles", kCycles, 1500000, e, e),
+                                   ok("instructions", kInstructions, 1200000, e, e),
+                                   not_ok("branches", kBranches, CounterStatus::not_supported),
+                               });
   r.runs = 5;
-  r.elapsed_ns = e;
   r.elapsed_stddev_pct = 3.14159;
-  r.timestamp_unix_ns = 1700000004000000000ULL;
   r.exit_status = 0;
-  r.counters = {
-      ok("task-clock", kTaskClock, 1100000, e, e, "ns"),
-      ok("page-faults", kPageFaults, 97, e, e),
-      ok("cycles", kCycles, 1500000, e, e),
-      ok("instructions", kInstructions, 1200000, e, e),
-      not_ok("branches", kBranches, CounterStatus::not_supported),
-  };
   r.counters[0].stddev_pct = 1.5;
   r.counters[1].stddev_pct = 0.0;
   r.counters[2].stddev_pct = 12.25;
