@@ -4,14 +4,13 @@
   lint.py format SOURCE_DIR          clang-format --dry-run --Werror (the repo's .clang-format)
                                      on every C and C++ file under src/ include/ bpf/ tests/
                                      bench/ (not bpf/vmlinux/, not fuzz corpora)
-  lint.py tidy SOURCE_DIR BUILD_DIR  clang-tidy on every C++ file of src/ and tests/ in
-                                     BUILD_DIR/compile_commands.json, in parallel
-                                     (run-clang-tidy, one job per CPU): the checks of
-                                     .clang-tidy, and tests/.clang-tidy's for tests/
+  lint.py tidy SOURCE_DIR BUILD_DIR  clang-tidy (the repo's .clang-tidy) on every C++ file of
+                                     src/ and tests/ in BUILD_DIR/compile_commands.json, in
+                                     parallel (run-clang-tidy, one job per CPU)
 
 clang-tidy costs seconds per file (it parses each translation unit, nlohmann/json, CLI11 and
 gtest included). A file that passed is remembered in BUILD_DIR/lint-cache/ under a hash of
-everything its result depends on: clang-tidy's version, its .clang-tidy, its compile command and the
+everything its result depends on: clang-tidy's version, .clang-tidy, its compile command and the
 contents of the file and of every header the compiler's dependency file (.o.d) lists. So a
 second run checks only what changed; a fresh build tree (CI) checks everything.
 
@@ -136,16 +135,6 @@ def without_gcc_pch(entries, build):
     return out
 
 
-def tidy_config(source, path):
-    """The text of the .clang-tidy clang-tidy uses for PATH, a file below SOURCE: the nearest
-    one up (tests/ has its own)."""
-    d = os.path.dirname(path)
-    while d != source and not os.path.exists(os.path.join(d, ".clang-tidy")):
-        d = os.path.dirname(d)
-    with open(os.path.join(d, ".clang-tidy"), "rb") as f:
-        return f.read().decode()
-
-
 def check_tidy(source, build):
     clang_tidy = tool("clang-tidy")
     runner = shutil.which(f"run-clang-tidy-{TOOL_MAJOR}") or shutil.which("run-clang-tidy")
@@ -170,9 +159,11 @@ def check_tidy(source, build):
         return 1
     db_dir = without_gcc_pch(entries, build)
     version = subprocess.run([clang_tidy, "--version"], capture_output=True, text=True).stdout
+    with open(os.path.join(source, ".clang-tidy"), "rb") as f:
+        config = f.read().decode()
     cache = os.path.join(build, "lint-cache", "clang-tidy")
     os.makedirs(cache, exist_ok=True)
-    keys = {p: tidy_key(e, p, version, tidy_config(source, p)) for p, e in by_file.items()}
+    keys = {p: tidy_key(e, p, version, config) for p, e in by_file.items()}
     todo = sorted(p for p, k in keys.items()
                   if k is None or not os.path.exists(os.path.join(cache, k)))
     jobs = str(os.cpu_count() or 1)
