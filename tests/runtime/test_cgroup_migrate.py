@@ -2,10 +2,11 @@
 """Per-cgroup counting when a running task is moved to another cgroup: both backends split its time alike.
 
 Cgroups A and B under the cgroup v2 mount; `pmcprof stat -a -e task-clock,context-switches
--G A,B` with the fd and the bpf backend run side by side. `burn 200` starts in A (born there:
+-G A,B` with the fd and the bpf backend run side by side. `burn 400` starts in A (born there:
 TestCgroups.spawn_burn), pinned to the last CPU and SCHED_FIFO, so nothing preempts it: it
-makes (almost) no context switch while it runs. After ~100 ms the test (on another CPU) writes
-its PID into B's cgroup.procs; the burn keeps running there. The fd backend (the kernel switches perf cgroup events at the migration,
+makes (almost) no context switch while it runs. Once it has run 100 ms (its own schedstat: a
+loaded machine may be slow to find it, so not a sleep) the test (on another CPU) writes its PID
+into B's cgroup.procs; the burn keeps running there. The fd backend (the kernel switches perf cgroup events at the migration,
 with an IPI to the task's CPU) splits its CPU time between A and B.
 
 The BPF backend charges each on-CPU stretch when it ends (a context switch, or pmcprof's read)
@@ -21,10 +22,22 @@ Usage: test_cgroup_migrate.py --pmcprof PATH --workloads DIR   (exit 77 = skippe
 """
 import os
 import sys
-import time
 import unittest
 
 import pmcprof_testlib as t
+
+
+BURN_MS, MOVE_AT_MS = 400, 100
+
+
+def oncpu_ms(pid):
+    """PID's own CPU time so far (the first field of /proc/PID/schedstat, ns), in ms; 0 once it
+    is gone."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 class MigrateTest(unittest.TestCase):
@@ -49,7 +62,7 @@ class MigrateTest(unittest.TestCase):
                 os.sched_setaffinity(0, set(cpus) - {pin})
                 try:
                     with t.Steal() as steal:
-                        p = cg.spawn_burn("a", 200, setup=realtime_pinned)
+                        p = cg.spawn_burn("a", BURN_MS, setup=realtime_pinned)
                         # The burn runs in a worker born in A, the child of the process started
                         # (found before the 100 ms: a scan of /proc takes a while on a busy
                         # machine).
@@ -61,7 +74,9 @@ class MigrateTest(unittest.TestCase):
 
                         self.assertTrue(t.wait_for(found, 5, step=0.001),
                                         "burn's worker did not start")
-                        time.sleep(0.1)
+                        t.wait_for(lambda: oncpu_ms(worker[0]) >= MOVE_AT_MS
+                                   or not os.path.exists(f"/proc/{worker[0]}"), 5, step=0.001)
+                        moved_at = oncpu_ms(worker[0])
                         t.move_to_cgroup(worker[0], cg.abs("b"))
                         out, err = p.communicate(timeout=30)
                         self.assertEqual(p.returncode, 0, err)
@@ -73,7 +88,8 @@ class MigrateTest(unittest.TestCase):
                     if r.proc.poll() is None:
                         r.kill()
             w, life = t.parse_kv(out, "burn"), t.burn_life(out)
-            t.log(f"burn: {t.describe_burn(w, life)}; steal {steal.ns / 1e6:.0f} ms")
+            t.log(f"burn: {t.describe_burn(w, life)}; steal {steal.ns / 1e6:.0f} ms; moved "
+                  f"after {moved_at:.1f} ms of its CPU time")
             got = {}
             for be, s in stats.items():
                 self.assertEqual(s.returncode, 0, f"{be}: {s.stderr}")
