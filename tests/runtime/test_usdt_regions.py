@@ -133,10 +133,16 @@ class SdtTest(unittest.TestCase):
               f"{[round(m / 1e3, 1) for m in p50s]}, mean {[round(m / n / 1e3, 1) for m in totals]}"
               f"; the program's own task-clock: {truth['levels_ns']}")
         # Inclusive: level L burns 100 us itself and contains the levels below it. The median
-        # call, so that a call the hypervisor stalled (steal) cannot move it.
+        # call, so that a call the hypervisor stalled (steal) cannot move it; above, the bound
+        # is the program's own mean where that is higher (beside busy loops level 0 read p50
+        # 577.5 us: its own task-clock said 616 us a call, its burns overran on a loaded CPU).
         for level in range(depth):
-            t.assert_within(self, p50s[level], (depth - level) * 100e3, 0.15,
-                            f"level {level} task-clock p50")
+            nominal = (depth - level) * 100e3
+            own = truth["levels_ns"][level] / n if truth["levels_ns"] is not None else 0
+            self.assertGreaterEqual(p50s[level], nominal * 0.85, f"level {level} task-clock p50")
+            self.assertLessEqual(p50s[level], max(nominal, own) * 1.15,
+                                 f"level {level} task-clock p50 (the program's own mean: "
+                                 f"{own / 1e3:.1f} us)")
         # Every call, against the program's own task-clock over the same spans (steal included
         # in both); pmcprof's spans are longer by the probes inside them (2 per inner level).
         if truth["levels_ns"] is not None:
