@@ -64,8 +64,8 @@ class MigrateTest(unittest.TestCase):
                     with t.Steal() as steal:
                         p = cg.spawn_burn("a", BURN_MS, setup=realtime_pinned)
                         # The burn runs in a worker born in A, the child of the process started
-                        # (found before the 100 ms: a scan of /proc takes a while on a busy
-                        # machine).
+                        # (a scan of /proc, which takes a while on a busy machine: hence the move
+                        # at the worker's own CPU time, not at a time after this scan).
                         worker = []
 
                         def found():
