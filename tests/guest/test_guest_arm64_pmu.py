@@ -67,6 +67,7 @@ instructions per call (every event's window the same), both backends' bias calib
 Times measured inside the emulator are not performance figures.
 """
 import json
+import math
 import os
 import re
 import shlex
@@ -144,8 +145,12 @@ class Plan:
                  "echo 0 > /proc/sys/kernel/randomize_va_space",
                  "dmesg > $OUT/dmesg.txt",
                  "up() { cut -d' ' -f1 /proc/uptime; }",
-                 "step() { n=$1; shift; t0=$(up); \"$@\" > $OUT/$n.out 2> $OUT/$n.err;"
-                 " echo $? > $OUT/$n.rc; echo \"$t0 $(up)\" > $OUT/$n.s; }"]
+                 # Interrupts since boot (the first number of /proc/stat's intr line): NAME.intr
+                 # holds the count before and after the step.
+                 "intr() { sed -n 's/^intr \\([0-9]*\\).*/\\1/p' /proc/stat; }",
+                 "step() { n=$1; shift; t0=$(up); i0=$(intr); \"$@\" > $OUT/$n.out 2> $OUT/$n.err;"
+                 " echo $? > $OUT/$n.rc; echo \"$t0 $(up)\" > $OUT/$n.s;"
+                 " echo \"$i0 $(intr)\" > $OUT/$n.intr; }"]
         for name, argv in self.steps:
             lines.append(f"echo 'step {name}'; step {name} " + " ".join(word(a) for a in argv))
         return "\n".join(lines) + "\n"
@@ -226,6 +231,11 @@ class Results:
     def seconds(self, step):
         t = self.text(f"{step}.s").split()
         return float(t[1]) - float(t[0]) if len(t) == 2 else None
+
+    def interrupts(self, step):
+        """Interrupts the guest took while the step ran (None when not recorded)."""
+        t = self.text(f"{step}.intr").split()
+        return int(t[1]) - int(t[0]) if len(t) == 2 and all(x.isdigit() for x in t) else None
 
     def json(self, step):
         try:
@@ -769,6 +779,31 @@ def check_call_metrics(C, R):
             "text: the multiplexed IPC says how many calls it covers and why not the rest", line)
 
 
+def probe_bias_of(report, backend):
+    """The report's calibrated bias for one backend ({} when there is none)."""
+    return next((b for b in report.get("probe_bias", []) if b.get("backend") == backend), {})
+
+
+def split_moved(a, b):
+    """Two events' histograms of the same calls: how many calls sit in a different bucket in a
+    than in b ("moved"), and what is left of the difference of the totals once the moved calls'
+    share (each at its bucket's middle, within half a bucket) is taken out ("residual", shrunk
+    toward 0 by that half-bucket slack). None when either has no buckets."""
+    if not a.get("buckets") or not b.get("buckets") or a.get("total") is None or \
+            b.get("total") is None:
+        return None
+    count, width = {}, {}
+    for sign, ev in ((1, a), (-1, b)):
+        for lo, hi, n in ev["buckets"]:
+            count[lo] = count.get(lo, 0) + sign * n
+            width[lo] = hi - lo
+    moved_share = sum(n * (lo + width[lo] / 2) for lo, n in count.items())
+    slack = sum(abs(n) * width[lo] / 2 for lo, n in count.items())
+    residual = a["total"] - b["total"] - moved_share
+    residual = 0 if abs(residual) <= slack else residual - slack * (1 if residual > 0 else -1)
+    return {"moved": sum(abs(n) for n in count.values()) // 2, "residual": round(residual)}
+
+
 def check_kernel_windows(C, R):
     """Defect 3: every event's window is the same, so under icount cycles == instructions per
     call for kprobe and fentry; and both backends calibrate their bias."""
@@ -780,22 +815,30 @@ def check_kernel_windows(C, R):
             continue
         ins = (row.get("events") or {}).get("instructions", {})
         cyc = (row.get("events") or {}).get("cycles", {})
+        split, intr = split_moved(cyc, ins), R.interrupts(step)
+        seconds, bias = R.seconds(step), probe_bias_of(rep, backend)
+        windows_ns = row.get("wall_ns", 0) + row.get("calls", 0) * bias.get("wall_ns", 0)
+        inside = round(intr * windows_ns / (seconds * 1e9), 3) if intr is not None and seconds \
+            else None
         log(f"  {step}: instructions total {ins.get('total')}, cycles total {cyc.get('total')}; "
-            f"bias {rep.get('probe_bias')}")
+            f"{split}; {intr} interrupts in the step, {inside} expected inside the calls; "
+            f"bias {bias}")
         # A window that differed between events would show in every call: the median call
-        # reads the same cycles as instructions. An interrupt (a loopback send's softirq) taken
-        # between the reads of the two counters lands in one event's window only, now and then
-        # (seen: 1,062,198 vs 1,056,333 over the calls): the totals within 1 %.
-        ok = (ins.get("total") is not None and cyc.get("total") is not None and
-              ins.get("p50") == cyc.get("p50") and
-              abs(ins["total"] - cyc["total"]) <= 0.01 * ins["total"])
-        C.check(ok, f"{step}: cycles == instructions in the median call, and over the calls "
-                "within 1 % (no read skew)",
+        # reads the same cycles as instructions. An interrupt taken between the reads of the two
+        # counters (its handler and the softirqs after it: ~6,000-11,000 instructions) lands in
+        # one event's window only; such a call leaves its bucket in one event's histogram (seen
+        # once in CI: totals 1,043,180 vs 1,032,259). So: no more moved calls than interrupts
+        # the guest can have taken inside the calls' windows (its interrupt rate over the step
+        # times the calls' wall time with the probes' own; Poisson, so + 2), and with the moved
+        # calls taken out, the totals agree within 1 %.
+        ok = (split is not None and inside is not None and ins.get("p50") == cyc.get("p50") and
+              split["moved"] <= math.ceil(inside) + 2 and
+              abs(split["residual"]) <= 0.01 * ins["total"])
+        C.check(ok, f"{step}: cycles == instructions in the median call; calls that differ no "
+                "more than the interrupts inside the calls, the rest within 1 % (no read skew)",
                 f"p50 {cyc.get('p50')} vs {ins.get('p50')}, totals {cyc.get('total')} vs "
-                f"{ins.get('total')}")
-        bias = [b for b in rep.get("probe_bias", []) if b.get("backend") == backend]
-        C.check(bool(bias) and bias[0].get("calibrated"), f"{step}: {backend} bias calibrated",
-                str(bias))
+                f"{ins.get('total')}, {split}, {inside} interrupts expected inside the calls")
+        C.check(bool(bias.get("calibrated")), f"{step}: {backend} bias calibrated", str(bias))
 
 
 def host_main(args):
