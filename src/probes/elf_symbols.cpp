@@ -205,15 +205,21 @@ std::string resolve_binary(const std::string& binary, std::optional<pid_t> pid) 
                       "add -p PID, or write /path/to/binary:SYMBOL");
     // The file itself, not the /proc link: the probe must stay valid if the process exits
     // while pmcprof starts (then the run simply reports what it collected).
+    const std::string proc = "/proc/" + std::to_string(*pid);
     std::error_code ec;
-    auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(*pid) + "/exe", ec);
-    if (ec)
-      throw UserError("no process with PID " + std::to_string(*pid) +
-                          " (or its executable is "
-                          "unreadable: " +
-                          ec.message() + ")",
-                      "check the PID with ps");
-    return exe.string();
+    auto exe = std::filesystem::read_symlink(proc + "/exe", ec);
+    if (!ec) return exe.string();
+    if (ec == std::errc::no_such_file_or_directory) {
+      std::error_code exists_ec;
+      if (!std::filesystem::exists(proc, exists_ec))
+        throw UserError("no process with PID " + std::to_string(*pid) + " (it has exited)",
+                        "check the PID with ps");
+      throw UserError("PID " + std::to_string(*pid) +
+                          " has no executable to probe (a kernel thread, or a process exiting)",
+                      "give a user process's PID, or write /path/to/binary:SYMBOL");
+    }
+    throw UserError("cannot read " + proc + "/exe for --func ':SYMBOL': " + ec.message(),
+                    "run pmcprof as root, or write /path/to/binary:SYMBOL");
   }
   if (binary.find('/') != std::string::npos) {
     struct stat st {};

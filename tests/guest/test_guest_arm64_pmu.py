@@ -269,6 +269,10 @@ def check_doctor(C, R):
         c = caps.get(name, {})
         log(f"  doctor: {name} available={c.get('available')} ({c.get('detail')})")
         C.check(c.get("available") is True, f"doctor: {name} yes", str(c))
+    # qemu's -cpu cortex-a57 has MIDR_EL1 0x411fd070; the PMU has no pmu_name of its own.
+    detail = caps.get("hardware_pmu", {}).get("detail", "")
+    C.check(re.search(r"armv8_pmuv3\w* \(Cortex-A57\)", detail) is not None,
+            "doctor: the PMU named with its core, from MIDR_EL1 (Cortex-A57)", detail)
 
 
 def check_exact(C, R):

@@ -233,6 +233,51 @@ TEST(CorePmuDiscovery, ArmBigLittleInNumericOrderWithoutDsuOrSpe) {
   EXPECT_EQ(pmus[1].type, 9u);
 }
 
+// Each CPU's MIDR_EL1 as arm64 Linux gives it (cpuN/regs/identification/midr_el1).
+void arm_cpus(Tree& t, int from, int to, const std::string& midr) {
+  for (int cpu = from; cpu <= to; ++cpu)
+    t.file("cpu" + std::to_string(cpu) + "/regs/identification/midr_el1", midr + "\n");
+}
+
+TEST(CorePmuDiscovery, ArmPmusAreNamedByTheirCoresMidr) {
+  Tree pmus, cpus;
+  arm_big_little(pmus);
+  arm_cpus(cpus, 0, 3, "0x00000000410fd050");  // Cortex-A55 r0p0
+  arm_cpus(cpus, 4, 7, "0x00000000414fd0b0");  // Cortex-A76 r4p0
+  auto found = discover_core_pmus(pmus.path(), cpus.path());
+  ASSERT_EQ(pmu_names(found), (std::vector<std::string>{"armv8_pmuv3_0", "armv8_pmuv3_1"}));
+  EXPECT_EQ(found[0].model, "Cortex-A55");
+  EXPECT_EQ(found[1].model, "Cortex-A76");
+  // One PMU over two kinds of core (a firmware that describes one PMU for all): both named.
+  Tree one, mixed;
+  arm_core_pmu(one, "armv8_pmuv3_0", 8, "0-5");
+  arm_cpus(mixed, 0, 3, "0x00000000410fd034");  // Cortex-A53 r0p4
+  arm_cpus(mixed, 4, 5, "0x00000000410fd083");  // Cortex-A72 r0p3
+  found = discover_core_pmus(one.path(), mixed.path());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].model, "Cortex-A53/Cortex-A72");
+  // No readable MIDR (an older kernel, or junk): no name rather than a wrong one.
+  Tree bare, junk;
+  junk.file("cpu0/regs/identification/midr_el1", "not a number\n");
+  EXPECT_EQ(discover_core_pmus(one.path(), bare.path())[0].model, "");
+  EXPECT_EQ(discover_core_pmus(one.path(), junk.path())[0].model, "");
+  // caps/pmu_name, where the kernel gives one (x86), wins.
+  Tree x86;
+  intel_homogeneous(x86);
+  EXPECT_EQ(discover_core_pmus(x86.path(), mixed.path())[0].model, "skylake");
+}
+
+TEST(CorePmuDiscovery, ArmCoreNamesFromMidr) {
+  EXPECT_EQ(arm_core_name(0x411fd070), "Cortex-A57");  // qemu's -cpu cortex-a57 (r1p0)
+  EXPECT_EQ(arm_core_name(0x413fd0c1), "Neoverse-N1");
+  EXPECT_EQ(arm_core_name(0x610f0220), "Icestorm-M1");
+  EXPECT_EQ(arm_core_name(0x00000000c00fac30), "Ampere-1");
+  // Variant and revision (bits 23:20, 3:0) do not change the core.
+  EXPECT_EQ(arm_core_name(0x410fd070), arm_core_name(0x413fd07f));
+  EXPECT_EQ(arm_core_name(0x410fd990), "implementer 0x41 part 0xd99");
+  EXPECT_EQ(arm_core_name(0x510f8000), "Falkor-V1/Kryo");  // one part number, two cores
+}
+
 TEST(CorePmuDiscovery, HomogeneousMachinesHaveOneOrNone) {
   Tree x86;
   intel_homogeneous(x86);

@@ -422,8 +422,28 @@ TEST(ElfSymbols, ResolveBinaryPaths) {
   // ":SYMBOL" with -p: the process's executable file itself (not the /proc link, which dies
   // with the process).
   EXPECT_EQ(resolve_binary("", getpid()), std::filesystem::read_symlink("/proc/self/exe").string());
-  EXPECT_THROW(resolve_binary("", 999999999), UserError);
   EXPECT_THROW(resolve_binary("", std::nullopt), UserError);
+  // A process that is gone is said to be gone; not an unreadable file (the process died
+  // while pmcprof started: runtime test_func_bad_input).
+  try {
+    resolve_binary("", 999999999);
+    ADD_FAILURE() << "no throw";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), "no process with PID 999999999 (it has exited)");
+  }
+  // A kernel thread (kthreadd, PID 2, where this runs in the initial PID namespace) has no
+  // executable.
+  std::error_code ec;
+  if (std::filesystem::exists("/proc/2/stat", ec) &&
+      std::filesystem::read_symlink("/proc/2/exe", ec).empty() &&
+      ec == std::errc::no_such_file_or_directory) {
+    try {
+      resolve_binary("", 2);
+      ADD_FAILURE() << "no throw";
+    } catch (const UserError& e) {
+      EXPECT_TRUE(contains(e.what(), "PID 2 has no executable to probe")) << e.what();
+    }
+  }
   try {
     resolve_binary("/nonexistent/pmcprof/app", std::nullopt);
     ADD_FAILURE() << "no throw";

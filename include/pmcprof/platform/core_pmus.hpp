@@ -15,7 +15,8 @@ struct CorePmu {
   std::string name;        // the sysfs name: "cpu", "cpu_core", "armv8_pmuv3_0", ...
   std::uint32_t type = 0;  // perf_event_attr.type (its sysfs `type`)
   std::vector<int> cpus;   // its `cpus` file; empty: every CPU (x86's "cpu" has no such file)
-  std::string model;       // caps/pmu_name when present ("skylake", "alderlake_hybrid")
+  std::string model;       // caps/pmu_name ("skylake", "alderlake_hybrid"), else on Arm the
+                           // cores its CPUs' MIDR_EL1 names ("Cortex-A57", "Cortex-A55")
 
   bool covers(int cpu) const;
   bool operator==(const CorePmu&) const = default;
@@ -26,8 +27,15 @@ struct CorePmu {
 // `cpus` file. Uncore PMUs are not: they have a `cpumask` (the CPU that reads them), never a
 // `cpus`. A PMU whose `type` or `cpus` cannot be read is left out. Sorted by name, numbers in
 // names by value (armv8_pmuv3_2 before armv8_pmuv3_10), which is perf's order: cpu_atom's
-// rows come before cpu_core's, as in perf stat.
-std::vector<CorePmu> discover_core_pmus(const std::string& root = "/sys/bus/event_source/devices");
+// rows come before cpu_core's, as in perf stat. `cpu_root` (/sys/devices/system/cpu) holds
+// each CPU's regs/identification/midr_el1 on arm64, which names a PMU without a pmu_name.
+std::vector<CorePmu> discover_core_pmus(const std::string& root = "/sys/bus/event_source/devices",
+                                        const std::string& cpu_root = "/sys/devices/system/cpu");
+
+// The core an Arm CPU's MIDR_EL1 identifies, by its implementer (bits 31:24) and part number
+// (15:4) as Linux's arch/arm64/include/asm/cputype.h lists them: "Cortex-A57" for 0x411fd070;
+// "implementer 0x41 part 0xd99" for a core not in the table.
+std::string arm_core_name(std::uint64_t midr);
 
 // Whether the CPUs have more than one kind of core PMU.
 inline bool heterogeneous(const std::vector<CorePmu>& pmus) {
