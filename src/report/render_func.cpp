@@ -422,6 +422,8 @@ ojson report_json(const FunctionReport& r, const char* type) {
         nj["subtracted"] = b.nested_subtracted;
         nj["wall_ns"] = json_number(b.nested->wall_ns);
         nj["oncpu_ns"] = json_number(b.nested->oncpu_ns);
+        if (b.nested->wall_floor_ns) nj["wall_floor_ns"] = json_number(*b.nested->wall_floor_ns);
+        if (b.nested->oncpu_floor_ns) nj["oncpu_floor_ns"] = json_number(*b.nested->oncpu_floor_ns);
         for (const auto& e : b.nested->events)
           nev[e.event] = e.per_call ? json_number(*e.per_call) : ojson(nullptr);
         nj["events"] = std::move(nev);

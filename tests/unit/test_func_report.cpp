@@ -1011,6 +1011,15 @@ FunctionReport both_report() {
                    {"cache-misses", "", std::nullopt}};
   uprobe.wall_ns = 1810;
   uprobe.oncpu_ns = 1500;
+  uprobe.nested = ProbeBiasRow::Nested{{{"cycles", "", 6100},
+                                        {"instructions", "", 1700},
+                                        {"task-clock", "ns", 5900},
+                                        {"cache-misses", "", std::nullopt}},
+                                       5900,
+                                       5900,
+                                       450,
+                                       450};
+  uprobe.nested_subtracted = true;
   ProbeBiasRow kprobe;
   kprobe.backend = "kprobe";
   kprobe.why_not = "bpf_fentry_test1 not found";
@@ -1054,6 +1063,10 @@ TEST(FuncReportBoth, JsonIsOneDocumentWithTheKernelView) {
   EXPECT_EQ(ub["calls"], 64);
   EXPECT_EQ(ub["events"]["instructions"], 412);
   EXPECT_TRUE(ub["events"]["cache-misses"].is_null());  // never 0
+  // What each probed call inside adds to a call's noise floor, beside what it costs.
+  EXPECT_EQ(ub["nested"]["oncpu_ns"], 5900);
+  EXPECT_EQ(ub["nested"]["wall_floor_ns"], 450);
+  EXPECT_EQ(ub["nested"]["oncpu_floor_ns"], 450);
   EXPECT_EQ(j["probe_bias"][1]["calibrated"], false);
   EXPECT_EQ(j["probe_bias"][1]["why_not"], "bpf_fentry_test1 not found");
   const json& t = j["functions"][1];
