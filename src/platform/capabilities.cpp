@@ -150,7 +150,7 @@ std::vector<std::string> core_pmus() {
   const auto pmus = discover_core_pmus(kEventSourceDir);
   for (const auto& pmu : pmus) {
     std::vector<std::string> notes;
-    if (!pmu.model.empty()) notes.push_back(pmu.model);
+    if (auto model = core_pmu_model(pmu); !model.empty()) notes.push_back(std::move(model));
     if (heterogeneous(pmus)) notes.push_back("CPUs " + format_cpu_list(pmu.cpus));
     out.push_back(notes.empty() ? pmu.name : pmu.name + " (" + join(notes, "; ") + ")");
   }

@@ -95,7 +95,7 @@ std::string arm_cores_of(const std::vector<int>& cpus, const fs::path& cpu_root)
   return join(names, "/");
 }
 
-std::optional<CorePmu> read_core_pmu(const fs::path& dir, const fs::path& cpu_root) {
+std::optional<CorePmu> read_core_pmu(const fs::path& dir) {
   CorePmu pmu;
   pmu.name = dir.filename().string();
   unsigned long long type = 0;
@@ -111,7 +111,6 @@ std::optional<CorePmu> read_core_pmu(const fs::path& dir, const fs::path& cpu_ro
     if (pmu.cpus.empty()) return std::nullopt;  // every CPU of it offline
   }
   pmu.model = read_trimmed(dir / "caps" / "pmu_name").value_or("");
-  if (pmu.model.empty()) pmu.model = arm_cores_of(pmu.cpus, cpu_root);
   return pmu;
 }
 
@@ -148,16 +147,20 @@ bool CorePmu::covers(int cpu) const {
   return cpus.empty() || std::binary_search(cpus.begin(), cpus.end(), cpu);
 }
 
-std::vector<CorePmu> discover_core_pmus(const std::string& root, const std::string& cpu_root) {
+std::vector<CorePmu> discover_core_pmus(const std::string& root) {
   std::vector<CorePmu> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     if (!is_core_pmu(entry.path())) continue;
-    if (auto pmu = read_core_pmu(entry.path(), cpu_root)) out.push_back(std::move(*pmu));
+    if (auto pmu = read_core_pmu(entry.path())) out.push_back(std::move(*pmu));
   }
   std::sort(out.begin(), out.end(),
             [](const CorePmu& a, const CorePmu& b) { return natural_less(a.name, b.name); });
   return out;
+}
+
+std::string core_pmu_model(const CorePmu& pmu, const std::string& cpu_root) {
+  return pmu.model.empty() ? arm_cores_of(pmu.cpus, cpu_root) : pmu.model;
 }
 
 std::string arm_core_name(std::uint64_t midr) {
