@@ -524,11 +524,11 @@ struct FunctionSession::State {
         row.nested =
             ProbeBiasRow::Nested{events_of(b.enclosed), static_cast<double>(b.enclosed_wall_ns),
                                  static_cast<double>(b.enclosed_oncpu_ns)};
-        // enclosed_noise: per BPF event, then wall, then on-CPU (as enclosed_values).
-        const std::size_t wall = b.enclosed.size();
-        if (b.enclosed_noise.size() >= wall + 2) {
-          row.nested->wall_floor_ns = static_cast<double>(b.enclosed_noise[wall]);
-          row.nested->oncpu_floor_ns = static_cast<double>(b.enclosed_noise[wall + 1]);
+        // enclosed_noise: per BPF event, then wall, then on-CPU (as enclosed_values): the
+        // last two, whatever the number of events.
+        if (const auto& noise = b.enclosed_noise; noise.size() >= 2) {
+          row.nested->wall_floor_ns = static_cast<double>(noise[noise.size() - 2]);
+          row.nested->oncpu_floor_ns = static_cast<double>(noise.back());
         }
         row.nested_subtracted = plan.compensate;
       }
