@@ -111,6 +111,17 @@ void BpfCgroupCounter::pretend_switched_to(std::uint32_t pid) {
     throw SystemError("cannot set the cgroup counter's last task: " + errno_string(errno));
 }
 
+std::vector<std::optional<std::uint32_t>> BpfCgroupCounter::last_switched_to() const {
+  std::vector<std::optional<std::uint32_t>> out;
+  const __u32 key = 0;
+  for_each_cpu_value<__u64>(bpf_map__fd(skel_->maps.cgroup_on_cpu), &key, [&](__u64 on) {
+    out.push_back(on == 0 ? std::nullopt : std::optional{static_cast<std::uint32_t>(on - 1)});
+  });
+  if (out.empty())
+    throw SystemError("cannot read the cgroup counter's last tasks: " + errno_string(errno));
+  return out;
+}
+
 BpfCgroupCounts BpfCgroupCounter::read() {
   flush();
   BpfCgroupCounts out;

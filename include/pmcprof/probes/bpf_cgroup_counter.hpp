@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "pmcprof/counters/cgroups.hpp"
@@ -41,6 +42,8 @@ class BpfCgroupCounter {
   // For tests: records PID as the task every CPU last switched to, as if the kernel had
   // switched to it unreported; the next stretch on a CPU where another task runs is set aside.
   void pretend_switched_to(std::uint32_t pid);
+  // For tests: the PID each possible CPU last switched to, by CPU number (nullopt: none seen).
+  std::vector<std::optional<std::uint32_t>> last_switched_to() const;
 
  private:
   static void destroy(cgroup_count_bpf* skel);
