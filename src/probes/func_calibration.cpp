@@ -27,9 +27,17 @@ PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_push, "  push %rbp\n  pop %rbp\n 
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_endbr, "  endbr64\n  ret\n")
 // A USDT region with nothing inside: two probe sites (an SDT probe is one nop) back to back.
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_usdt, "  nop\n  nop\n  ret\n")
+// Their unprobed twins, the same code: what a nested call costs its caller is measured as the
+// difference between calls of the caller with the target and with its twin, interleaved.
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_stepped_twin, "  mov %rdi, %rax\n  ret\n")
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_push_twin, "  push %rbp\n  pop %rbp\n  ret\n")
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_endbr_twin, "  endbr64\n  ret\n")
+PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_usdt_twin, "  nop\n  nop\n  ret\n")
 constexpr std::uint64_t kUsdtSiteBytes = 1;
 extern "C" void pmcprof_calibration_push();
 extern "C" void pmcprof_calibration_endbr();
+extern "C" void pmcprof_calibration_push_twin();
+extern "C" void pmcprof_calibration_endbr_twin();
 #elif defined(__aarch64__)
 asm(".text\n.globl pmcprof_calibration_stepped\n.type pmcprof_calibration_stepped, @function\n"
     "pmcprof_calibration_stepped:\n  nop\n  ret\n"
@@ -42,12 +50,27 @@ asm(".text\n.globl pmcprof_calibration_simulated\n.type pmcprof_calibration_simu
     "pmcprof_calibration_simulated:\n  b 1f\n1:\n  ret\n"
     ".size pmcprof_calibration_simulated, .-pmcprof_calibration_simulated\n");
 extern "C" void pmcprof_calibration_simulated();
+// Their unprobed twins (see the x86 ones).
+asm(".text\n.globl pmcprof_calibration_stepped_twin\n"
+    ".type pmcprof_calibration_stepped_twin, @function\n"
+    "pmcprof_calibration_stepped_twin:\n  nop\n  ret\n"
+    ".size pmcprof_calibration_stepped_twin, .-pmcprof_calibration_stepped_twin\n");
+asm(".text\n.globl pmcprof_calibration_usdt_twin\n.type pmcprof_calibration_usdt_twin, @function\n"
+    "pmcprof_calibration_usdt_twin:\n  nop\n  nop\n  ret\n"
+    ".size pmcprof_calibration_usdt_twin, .-pmcprof_calibration_usdt_twin\n");
+asm(".text\n.globl pmcprof_calibration_simulated_twin\n"
+    ".type pmcprof_calibration_simulated_twin, @function\n"
+    "pmcprof_calibration_simulated_twin:\n  b 1f\n1:\n  ret\n"
+    ".size pmcprof_calibration_simulated_twin, .-pmcprof_calibration_simulated_twin\n");
+extern "C" void pmcprof_calibration_simulated_twin();
 constexpr std::uint64_t kUsdtSiteBytes = 4;
 #else
 #error "pmcprof's uprobe calibration targets exist for x86-64 and arm64"
 #endif
 extern "C" void pmcprof_calibration_stepped();
 extern "C" void pmcprof_calibration_usdt();
+extern "C" void pmcprof_calibration_stepped_twin();
+extern "C" void pmcprof_calibration_usdt_twin();
 
 // The calibration target's caller: calls it (or makes the syscall) `k` times. Probed under
 // the outer calibration id, with and without the target probed, it measures what a probed
@@ -115,6 +138,12 @@ UprobeStart uprobe_start_of(const std::string& path, std::uint64_t file_offset) 
 
 namespace {
 
+// The index of the P-th percentile of N sorted values (nearest rank).
+std::size_t percentile_rank(std::size_t n, double p) {
+  const auto r = static_cast<std::size_t>(std::ceil(p * static_cast<double>(n)));
+  return std::min(n, std::max<std::size_t>(1, r)) - 1;
+}
+
 constexpr int kCalls = 64;      // a round (PMCPROF_CALIB_CALLS samples)
 constexpr int kMaxRounds = 16;  // multiplexed events need more rounds
 constexpr int kWantedPerEvent = 32;
@@ -131,6 +160,7 @@ bool enough_samples(const std::vector<FuncObject::CalibrationSample>& samples,
 
 struct UprobeTarget {
   void (*fn)();
+  void (*twin)();  // the same code, never probed
   std::uint64_t own_instructions;
   const char* text;
 };
@@ -139,17 +169,19 @@ UprobeTarget uprobe_target(UprobeStart start) {
 #if defined(__x86_64__)
   switch (start) {
     case UprobeStart::push:
-      return {pmcprof_calibration_push, 3, "push %rbp; pop %rbp; ret"};
+      return {pmcprof_calibration_push, pmcprof_calibration_push_twin, 3,
+              "push %rbp; pop %rbp; ret"};
     case UprobeStart::endbr:
-      return {pmcprof_calibration_endbr, 2, "endbr64; ret"};
+      return {pmcprof_calibration_endbr, pmcprof_calibration_endbr_twin, 2, "endbr64; ret"};
     case UprobeStart::stepped:
     case UprobeStart::simulated:
       break;
   }
-  return {pmcprof_calibration_stepped, 2, "mov %rdi, %rax; ret"};
+  return {pmcprof_calibration_stepped, pmcprof_calibration_stepped_twin, 2, "mov %rdi, %rax; ret"};
 #else
-  if (start == UprobeStart::simulated) return {pmcprof_calibration_simulated, 2, "b .+4; ret"};
-  return {pmcprof_calibration_stepped, 2, "nop; ret"};
+  if (start == UprobeStart::simulated)
+    return {pmcprof_calibration_simulated, pmcprof_calibration_simulated_twin, 2, "b .+4; ret"};
+  return {pmcprof_calibration_stepped, pmcprof_calibration_stepped_twin, 2, "nop; ret"};
 #endif
 }
 
@@ -199,6 +231,7 @@ struct CalibrationProbe {
   std::string probed;
   std::uint64_t own_instructions = 0;
   void (*call)() = nullptr;
+  void (*twin)() = nullptr;  // `call`'s unprobed twin (user-space targets)
   long syscall_nr = -1;
 };
 
@@ -217,6 +250,7 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
       p.probed = std::string("an empty function in pmcprof (") + t.text + ")";
       p.own_instructions = t.own_instructions;
       p.call = t.fn;
+      p.twin = t.twin;
       if (attach) p.links = object.attach_uprobe(id, where->path, where->file_offset, ::getpid());
       break;
     }
@@ -249,6 +283,7 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
       if (!where) throw SystemError("pmcprof's own calibration target is not in a mapped file");
       p.probed = "an empty region in pmcprof (between two nop sites, as USDT probes are)";
       p.call = pmcprof_calibration_usdt;
+      p.twin = pmcprof_calibration_usdt_twin;
       if (!attach) break;
       p.links.push_back(object.attach_user(ProbeRole::exit, id, where->path,
                                            where->file_offset + kUsdtSiteBytes, 0, false,
@@ -346,6 +381,106 @@ void set_enclosed(ProbeBias& bias, const SampleStats& with, const SampleStats& a
   bias.enclosed_noise.push_back(one(with.oncpu_spread));
 }
 
+// Calls the outer function kCalls times, alternately with the probed target and with its
+// unprobed twin (kNested calls each): sample 2j is a call with the target, 2j + 1 the same
+// call without it, made right after, under the same load and cache state.
+void make_outer_pairs(const CalibrationProbe& p) {
+  void (*volatile outer)(void (*)(), long, int) = pmcprof_calibration_outer;
+  for (int i = 0; i < kCalls / 2; ++i) {
+    outer(p.call, p.syscall_nr, kNested);
+    outer(p.twin, p.syscall_nr, kNested);
+  }
+}
+
+// Pairs wanted per event: a difference carries the outliers (an interrupt, a cache miss) of
+// two calls, and its spread's 90th percentile must not land on them (32 pairs put it on the
+// 4th largest; an interrupt in about 1 call in 16 put 4 there).
+constexpr int kWantedPairs = 128;
+
+using SamplePair = std::pair<FuncObject::CalibrationSample, FuncObject::CalibrationSample>;
+
+bool both_counted(const SamplePair& p) {
+  return !p.first.not_counted && !p.second.not_counted;
+}
+
+bool both_measured(const SamplePair& p, std::size_t event) {
+  return both_counted(p) && (p.first.measured & p.second.measured & (1u << event));
+}
+
+// Rounds of pairs until the pairs both of whose calls were counted, and those of every event
+// (multiplexed, an event runs through only some), are enough. A round with a sample missing
+// (a call went unrecorded) cannot be paired by position: dropped.
+std::vector<SamplePair> sample_pairs(const FuncObject& object, const CalibrationProbe& p) {
+  const std::size_t n_events = object.events().size();
+  std::vector<SamplePair> pairs;
+  auto enough = [&] {
+    auto count = [&](auto&& pred) { return std::count_if(pairs.begin(), pairs.end(), pred); };
+    if (count(both_counted) < kWantedPairs) return false;
+    for (std::size_t i = 0; i < n_events; ++i)
+      if (count([i](const SamplePair& q) { return both_measured(q, i); }) < kWantedPairs)
+        return false;
+    return true;
+  };
+  for (int round = 0; round < kMaxRounds && !enough(); ++round) {
+    object.reset_calibration();
+    make_outer_pairs(p);
+    auto samples = object.calibration_samples(true);
+    if (samples.size() != static_cast<std::size_t>(kCalls)) continue;
+    for (std::size_t j = 0; j + 1 < samples.size(); j += 2)
+      pairs.emplace_back(std::move(samples[j]), std::move(samples[j + 1]));
+  }
+  return pairs;
+}
+
+// The median and spread (as spread()) of signed values; nullopt when there are none.
+struct SignedStats {
+  std::int64_t median = 0, spread = 0;
+};
+
+std::optional<SignedStats> signed_stats(std::vector<std::int64_t> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  return SignedStats{v[v.size() / 2],
+                     v[percentile_rank(v.size(), 0.9)] - v[percentile_rank(v.size(), 0.1)]};
+}
+
+// What a probed call costs the call it is nested in, from interleaved pairs: the median of
+// the pairs' differences per target call (never below 0), and the spread of the differences,
+// which holds whatever varied between the two calls of a pair (the load did not, much).
+void set_enclosed(ProbeBias& bias, const std::vector<SamplePair>& pairs, std::size_t n_events) {
+  auto diff = [](std::uint64_t w, std::uint64_t a) {
+    return static_cast<std::int64_t>(w) - static_cast<std::int64_t>(a);
+  };
+  std::vector<std::vector<std::int64_t>> per_event(n_events);
+  std::vector<std::int64_t> wall, oncpu;
+  for (const auto& q : pairs) {
+    wall.push_back(diff(q.first.wall_ns, q.second.wall_ns));
+    if (!both_counted(q)) continue;
+    oncpu.push_back(diff(q.first.oncpu_ns, q.second.oncpu_ns));
+    for (std::size_t i = 0; i < n_events; ++i)
+      if (both_measured(q, i)) per_event[i].push_back(diff(q.first.delta[i], q.second.delta[i]));
+  }
+  const auto on = signed_stats(oncpu);
+  const auto wa = signed_stats(wall);
+  if (!on || !wa) return;
+  auto per_call = [](std::int64_t d) {
+    return d > 0 ? static_cast<std::uint64_t>(d) / kNested : 0;
+  };
+  // kNested target calls in each pair: the spread of one is about sqrt(kNested) less.
+  auto one = [](std::int64_t s) { return static_cast<std::uint64_t>(s) / 2; };
+  static_assert(kNested == 4, "one(): the square root of kNested");
+  bias.nested_calibrated = true;
+  for (auto& v : per_event) {
+    const auto st = signed_stats(std::move(v));
+    bias.enclosed.push_back(st ? std::optional(per_call(st->median)) : std::nullopt);
+    bias.enclosed_noise.push_back(st ? one(st->spread) : 0);
+  }
+  bias.enclosed_oncpu_ns = per_call(on->median);
+  bias.enclosed_wall_ns = std::min(per_call(wa->median), bias.enclosed_oncpu_ns);
+  bias.enclosed_noise.push_back(one(on->spread));
+  bias.enclosed_noise.push_back(one(on->spread));
+}
+
 void make_calls(const CalibrationProbe& p) {
   // Through a volatile pointer: the calls must happen, and not be inlined away.
   void (*volatile fn)() = p.call;
@@ -384,12 +519,7 @@ std::vector<std::uint64_t> noise_values(const ProbeBias& bias) {
 std::optional<std::uint64_t> spread(std::vector<std::uint64_t> values) {
   if (values.empty()) return std::nullopt;
   std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  auto rank = [n](double p) {
-    const auto r = static_cast<std::size_t>(std::ceil(p * static_cast<double>(n)));
-    return std::min(n, std::max<std::size_t>(1, r)) - 1;
-  };
-  return values[rank(0.9)] - values[rank(0.1)];
+  return values[percentile_rank(values.size(), 0.9)] - values[percentile_rank(values.size(), 0.1)];
 }
 
 std::optional<std::uint64_t> median(std::vector<std::uint64_t> values) {
@@ -401,11 +531,13 @@ std::optional<std::uint64_t> median(std::vector<std::uint64_t> values) {
 
 namespace {
 
-// The outer function, its target not probed yet: what a call of it costs alone, in `alone`,
-// and its probe's links (kept for the run with the target probed). Without it (why_not said),
-// the probe's own bias is still calibrated: nested calls are then not compensated.
-std::vector<BpfLink> outer_alone_of(const FuncObject& object, const CalibrationRequest& req,
-                                    SampleStats& alone, std::string& why_not) {
+// The outer function probed. A user-space target has an unprobed twin, and the outer calls
+// alternate between the two once the target is probed (`paired`). A kernel target has none:
+// what a call of the outer function costs alone is measured now, in `alone`, before the
+// target is probed. Without the outer probe (why_not said), the probe's own bias is still
+// calibrated: nested calls are then not compensated.
+std::vector<BpfLink> attach_outer(const FuncObject& object, const CalibrationRequest& req,
+                                  bool& paired, SampleStats& alone, std::string& why_not) {
   try {
     auto outer_at = locate_in_maps(read_file("/proc/self/maps").value_or(""),
                                    reinterpret_cast<std::uint64_t>(pmcprof_calibration_outer));
@@ -413,8 +545,10 @@ std::vector<BpfLink> outer_alone_of(const FuncObject& object, const CalibrationR
     const CalibrationProbe target = attach_probe(object, req, false);
     auto links = object.attach_uprobe(object.calibration_outer_id(), outer_at->path,
                                       outer_at->file_offset, ::getpid());
-    alone = sample_stats(sample_rounds(object, true, [&] { make_outer_calls(target); }),
-                         object.events().size());
+    paired = target.twin != nullptr;
+    if (!paired)
+      alone = sample_stats(sample_rounds(object, true, [&] { make_outer_calls(target); }),
+                           object.events().size());
     return links;
   } catch (const Error& e) {
     why_not = e.what();
@@ -432,17 +566,21 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
   std::uint64_t own = 0;
   std::vector<FuncObject::CalibrationSample> samples;
   SampleStats outer_alone, outer_with;
+  bool paired = false;
+  std::vector<SamplePair> pairs;
   try {
     std::vector<BpfLink> outer;
     if (req.nested)
-      outer = outer_alone_of(object, req, outer_alone, bias.nested_why_not);
+      outer = attach_outer(object, req, paired, outer_alone, bias.nested_why_not);
     else
       bias.nested_why_not = "no probed call of this run can enclose another";
     CalibrationProbe probe = attach_probe(object, req);
     bias.probed = probe.probed;
     own = probe.own_instructions;
     samples = sample_rounds(object, false, [&] { make_calls(probe); });
-    if (!outer.empty())
+    if (!outer.empty() && paired)
+      pairs = sample_pairs(object, probe);
+    else if (!outer.empty())
       outer_with =
           sample_stats(sample_rounds(object, true, [&] { make_outer_calls(probe); }), n_events);
     // Only pmcprof's own calls reach the calibration ids, and it makes no more: the samples
@@ -473,7 +611,10 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
     bias.events.push_back(m);
     bias.events_noise.push_back(st.events_spread[i]);
   }
-  set_enclosed(bias, outer_with, outer_alone);
+  if (paired)
+    set_enclosed(bias, pairs, n_events);
+  else
+    set_enclosed(bias, outer_with, outer_alone);
   // A tracepoint pair cannot be calibrated on an empty syscall: its figure includes the
   // syscall's work, so it is stated but not taken off other syscalls. (What it costs a call
   // it is nested in is the difference of two runs of the same syscalls: taken off.)

@@ -186,8 +186,19 @@ class PythonTest(unittest.TestCase):
         t.log(f"burn: {t.describe_func_row(rows['burn'])}")
         # The median call: a call the hypervisor stalled (steal) cannot move it.
         t.assert_within(self, burn["p50"], 2e6, 0.10, "burn task-clock p50")
-        self.assertGreaterEqual(t.func_event(rows["main"])["total"],
-                                10 * 2e6, "main contains every burn")
+        # main holds ~3,600 probed calls, each of whose cost its compensation takes off: the
+        # nested cost measured in pmcprof must not take off more than the probes added. Its
+        # wall time is always measured; its task-clock only when no switch cut it (beside a
+        # busy loop it may be preempted: the report says so, and there is no value to check).
+        main = rows["main"]
+        t.log(f"main: {t.describe_func_row(main)}")
+        self.assertGreaterEqual(main["wall"]["total"], 10 * 2e6, "main's wall holds every burn")
+        if main["not_counted"]:
+            self.assertGreater(main["slept"] + main["migrated"] + main["not_counted_hidden_switch"],
+                               0, "main not counted, and the report does not say why")
+        else:
+            self.assertGreaterEqual(t.func_event(main)["total"], 10 * 2e6,
+                                    "main contains every burn")
 
     def test_general_region_with_integer_key(self):
         probes = f"usdt:{PYTHON}:python:function__"

@@ -61,15 +61,17 @@ struct ProbeBias {
   std::uint64_t wall_noise_ns = 0;
   std::uint64_t oncpu_noise_ns = 0;
   // What one probed call of this backend costs a call it is nested in (an outer function in
-  // pmcprof calling the target, probed with and without the target probed), per BPF event
-  // (nullopt where not measured), wall and on-CPU.
+  // pmcprof calling the target, probed with and without the target probed: a user-space
+  // target alternately with its unprobed twin, the median of the pairs' differences), per BPF
+  // event (nullopt where not measured), wall and on-CPU.
   bool nested_calibrated = false;
   std::string nested_why_not;  // when not
   std::vector<std::optional<std::uint64_t>> enclosed;
   std::uint64_t enclosed_wall_ns = 0;
   std::uint64_t enclosed_oncpu_ns = 0;
-  // Its spread per nested call (the outer samples' spread over the square root of the target
-  // calls in each): added to the noise floor of a call per probed call inside it.
+  // Its spread per nested call (the outer samples' spread, or the pairs' differences', over
+  // the square root of the target calls in each): added to the noise floor of a call per probed
+  // call inside it.
   std::vector<std::uint64_t> enclosed_noise;  // per BPF event, wall, on-CPU
 };
 
