@@ -952,6 +952,14 @@ def func_stat(args, command=(), timeout=60, **kw):
     return s
 
 
+def child_output(f):
+    """The text a child process has written so far to F, a temporary file given as its stdout
+    or stderr. Read with pread: the file's offset is shared with the child, and a seek here
+    would move where its next write lands (one line overwrote another's start: "b config")."""
+    fd = f.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+
 def json_lines(text):
     """The lines of TEXT that are JSON objects, parsed."""
     out = []

@@ -96,8 +96,7 @@ class Serve:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
 
     def stderr(self):
-        self.err.seek(0)
-        return self.err.read().decode(errors="replace")
+        return t.child_output(self.err)
 
     def wait_up(self, timeout=20, ready=None):
         """Until /metrics says pmcprof_up 1 (plain HTTP), or READY() is true."""

@@ -69,10 +69,12 @@ class FuncCgroupTest(unittest.TestCase):
         self.assertEqual(row["calls"], calls, f"{what}: calls")
         self.assertEqual(row["cgroup_id"], t.cgroup_id(cg_abs), f"{what}: cgroup_id")
         tc = t.func_event(row)["total"]
-        # Held to the calls pmcprof counted (the rare call not counted is in calls only).
+        # Held to the calls pmcprof counted (the rare call not counted is in calls only), and
+        # to the steal the workload measured in its own calls (a call the hypervisor stalled
+        # beside busy loops read 1.08 ms for a 208 us burn: task-clock runs on through steal).
         share = t.counted_share(self, row, what)
-        t.assert_within(self, tc, measured["inside_cpu_ns"] * share, 0.10,
-                        f"{what}: task-clock total", abs_tol=5e5)
+        t.assert_inside_cpu_time(self, tc, dict(measured, counted_share=share), what,
+                                 rel=0.10, abs_tol=5e5)
 
     def test_by_cgroup_exact_counts(self):
         with t.TestCgroups("func") as cg:

@@ -313,13 +313,11 @@ class Package(unittest.TestCase):
         argv = ["setpriv", f"--reuid={SERVICE_USER}", f"--regid={SERVICE_USER}", "--init-groups",
                 f"--inh-caps={spec}", f"--ambient-caps={spec}", f"--bounding-set={spec}",
                 "--no-new-privs", "--", BIN, "serve", *args]
-        import tempfile
-        err = tempfile.TemporaryFile(mode="w+")
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        err = tempfile.TemporaryFile()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
 
         def stderr():
-            err.seek(0)
-            return err.read()
+            return t.child_output(err)
         try:
             body = ""
 
