@@ -69,9 +69,10 @@ class FuncCgroupTest(unittest.TestCase):
         self.assertEqual(row["calls"], calls, f"{what}: calls")
         self.assertEqual(row["cgroup_id"], t.cgroup_id(cg_abs), f"{what}: cgroup_id")
         tc = t.func_event(row)["total"]
-        # Held to the calls pmcprof counted (the rare call not counted is in calls only), and
-        # to the steal the workload measured in its own calls (a call the hypervisor stalled
-        # beside busy loops read 1.08 ms for a 208 us burn: task-clock runs on through steal).
+        # Held to the calls pmcprof counted (the rare call not counted is in calls only), to
+        # the workload's own task-clock over its calls, and to their CPU time plus the steal
+        # it measured in them (task-clock runs on through steal; beside busy loops one 208 us
+        # burn read 1.08 ms, against CPU time alone).
         share = t.counted_share(self, row, what)
         t.assert_inside_cpu_time(self, tc, dict(measured, counted_share=share), what,
                                  rel=0.10, abs_tol=5e5)
