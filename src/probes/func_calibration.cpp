@@ -397,8 +397,6 @@ void make_outer_pairs(const CalibrationProbe& p) {
 // 4th largest; an interrupt in about 1 call in 16 put 4 there).
 constexpr int kWantedPairs = 128;
 
-using SamplePair = std::pair<FuncObject::CalibrationSample, FuncObject::CalibrationSample>;
-
 bool both_counted(const SamplePair& p) {
   return !p.first.not_counted && !p.second.not_counted;
 }
@@ -444,10 +442,10 @@ std::optional<SignedStats> signed_stats(std::vector<std::int64_t> v) {
                      v[percentile_rank(v.size(), 0.9)] - v[percentile_rank(v.size(), 0.1)]};
 }
 
-// What a probed call costs the call it is nested in, from interleaved pairs: the median of
-// the pairs' differences per target call (never below 0), and the spread of the differences,
-// which holds whatever varied between the two calls of a pair (the load did not, much).
-void set_enclosed(ProbeBias& bias, const std::vector<SamplePair>& pairs, std::size_t n_events) {
+}  // namespace
+
+void set_enclosed_from_pairs(ProbeBias& bias, const std::vector<SamplePair>& pairs,
+                             std::size_t n_events) {
   auto diff = [](std::uint64_t w, std::uint64_t a) {
     return static_cast<std::int64_t>(w) - static_cast<std::int64_t>(a);
   };
@@ -480,6 +478,8 @@ void set_enclosed(ProbeBias& bias, const std::vector<SamplePair>& pairs, std::si
   bias.enclosed_noise.push_back(one(on->spread));
   bias.enclosed_noise.push_back(one(on->spread));
 }
+
+namespace {
 
 void make_calls(const CalibrationProbe& p) {
   // Through a volatile pointer: the calls must happen, and not be inlined away.
@@ -612,7 +612,7 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
     bias.events_noise.push_back(st.events_spread[i]);
   }
   if (paired)
-    set_enclosed(bias, pairs, n_events);
+    set_enclosed_from_pairs(bias, pairs, n_events);
   else
     set_enclosed(bias, outer_with, outer_alone);
   // A tracepoint pair cannot be calibrated on an empty syscall: its figure includes the

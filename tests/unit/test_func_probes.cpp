@@ -186,6 +186,64 @@ TEST(Calibration, SpreadIsTheMiddleEightyPercent) {
   EXPECT_EQ(spread(v), 109u - 101u);
 }
 
+namespace {
+
+FuncObject::CalibrationSample calibration_sample(std::uint64_t ns, std::uint64_t instructions,
+                                                 bool counted = true) {
+  FuncObject::CalibrationSample s;
+  s.delta = {instructions};
+  s.measured = 1;
+  s.wall_ns = ns;
+  s.oncpu_ns = ns;
+  s.not_counted = !counted;
+  return s;
+}
+
+}  // namespace
+
+TEST(Calibration, NestedCostIsTheMedianOfPairedDifferences) {
+  // 9 pairs: with the target 40,000 ns (4 nested calls of 10,000) above its twin, whatever the
+  // twin took (a load burst slows both calls of a pair alike), plus one interrupted call.
+  std::vector<SamplePair> pairs;
+  for (std::uint64_t alone : {15000, 15100, 30000, 15050, 14900, 31000, 15000, 15200, 15000})
+    pairs.emplace_back(calibration_sample(alone + 40000, 1008), calibration_sample(alone, 1000));
+  pairs.emplace_back(calibration_sample(15000 + 40000 + 90000, 1008),
+                     calibration_sample(15000, 1000));
+  // A pair with a call not counted (a switch inside) gives no on-CPU or event difference.
+  pairs.emplace_back(calibration_sample(500000, 9999, false), calibration_sample(15000, 1000));
+  ProbeBias b;
+  set_enclosed_from_pairs(b, pairs, 1);
+  ASSERT_TRUE(b.nested_calibrated);
+  EXPECT_EQ(b.enclosed_oncpu_ns, 10000u);
+  EXPECT_EQ(b.enclosed_wall_ns, 10000u);
+  ASSERT_EQ(b.enclosed.size(), 1u);
+  EXPECT_EQ(b.enclosed[0], 2u);  // 8 instructions over 4 calls: exact counts stay exact
+  // Noise: the differences' spread over sqrt(4). One interrupted pair in ten is outside the
+  // middle 80 %: none. Two are not (p90 lands on 130,000, p10 on 40,000).
+  EXPECT_EQ(b.enclosed_noise, (std::vector<std::uint64_t>{0, 0, 0}));
+  pairs.emplace_back(calibration_sample(145000, 1008), calibration_sample(15000, 1000));
+  ProbeBias two;
+  set_enclosed_from_pairs(two, pairs, 1);
+  EXPECT_EQ(two.enclosed_oncpu_ns, 10000u);
+  EXPECT_EQ(two.enclosed_noise, (std::vector<std::uint64_t>{0, 45000, 45000}));
+}
+
+TEST(Calibration, NestedCostNeverBelowZeroAndNeedsACountedPair) {
+  // The target cheaper than its twin (noise): 0, not a negative cost or a wrapped one.
+  std::vector<SamplePair> pairs = {{calibration_sample(900, 10), calibration_sample(1000, 12)}};
+  ProbeBias b;
+  set_enclosed_from_pairs(b, pairs, 1);
+  ASSERT_TRUE(b.nested_calibrated);
+  EXPECT_EQ(b.enclosed_oncpu_ns, 0u);
+  EXPECT_EQ(b.enclosed[0], 0u);
+  // No pair whose two calls were counted: nothing is calibrated (the report says why not).
+  ProbeBias none;
+  set_enclosed_from_pairs(none,
+                          {{calibration_sample(900, 10, false), calibration_sample(1000, 12)}}, 1);
+  EXPECT_FALSE(none.nested_calibrated);
+  EXPECT_TRUE(none.enclosed.empty());
+}
+
 TEST(Calibration, Arm64FirstInstructionsTheKernelSimulates) {
   // What arm64's uprobe code simulates: no instruction runs in user mode for it, so such a
   // function is calibrated apart (issue 22: a branch first read one instruction short).

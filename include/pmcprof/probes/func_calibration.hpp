@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pmcprof/probes/func_object.hpp"
@@ -107,6 +108,19 @@ std::vector<std::uint64_t> noise_values(const ProbeBias& bias);
 // What a nested probed call costs, in the same order (FuncObject::set_nested_cost); its
 // spread is `enclosed_noise`.
 std::vector<std::uint64_t> enclosed_values(const ProbeBias& bias);
+
+// Calls of the calibration's outer function (kNested = 4 target calls inside each) in pairs:
+// with the target probed, then with its unprobed twin, made one right after the other.
+using SamplePair = std::pair<FuncObject::CalibrationSample, FuncObject::CalibrationSample>;
+
+// Sets what a probed call costs the call it is nested in (bias.enclosed*, nested_calibrated)
+// from such pairs: per event (of the pairs whose two calls it ran through), wall (every pair)
+// and on-CPU (the pairs whose two calls were counted), the median of the pairs' differences
+// per target call (never below 0), and their spread over sqrt(4) as the noise, which holds
+// whatever varied between the two calls of a pair (the load did not, much). Without a
+// counted pair nothing is set.
+void set_enclosed_from_pairs(ProbeBias& bias, const std::vector<SamplePair>& pairs,
+                             std::size_t n_events);
 
 // The spread of the values: their 90th less their 10th percentile (nearest rank; 0 for fewer
 // than two values).
