@@ -361,24 +361,51 @@ SampleStats sample_stats(const std::vector<FuncObject::CalibrationSample>& sampl
   return st;
 }
 
-// What a probed call costs the call it is nested in: the outer function's medians with the
-// target probed less without, per target call (never below 0).
-void set_enclosed(ProbeBias& bias, const SampleStats& with, const SampleStats& alone) {
-  auto per_call = [](std::uint64_t w, std::uint64_t a) { return w > a ? (w - a) / kNested : 0; };
-  if (with.counted == 0 || alone.counted == 0) return;
-  bias.nested_calibrated = true;
-  for (std::size_t i = 0; i < with.events.size() && i < alone.events.size(); ++i)
-    bias.enclosed.push_back(with.events[i] && alone.events[i]
-                                ? std::optional(per_call(*with.events[i], *alone.events[i]))
-                                : std::nullopt);
-  bias.enclosed_oncpu_ns = per_call(with.oncpu, alone.oncpu);
-  bias.enclosed_wall_ns = std::min(per_call(with.wall, alone.wall), bias.enclosed_oncpu_ns);
+// How much the outer function's calls with the target probed exceed those without (kNested
+// target calls inside each), and the spread of that figure.
+struct EnclosedDiff {
+  std::optional<std::int64_t> diff;  // nullopt: not measured both ways
+  std::uint64_t spread = 0;
+};
+
+std::int64_t signed_diff(std::uint64_t with, std::uint64_t alone) {
+  return static_cast<std::int64_t>(with) - static_cast<std::int64_t>(alone);
+}
+
+// Stores what a probed call costs the call it is nested in, per target call: each difference
+// (never below 0) and its spread, per event, then wall (at most the on-CPU cost) and on-CPU;
+// the wall slot's noise is the on-CPU spread.
+void store_enclosed(ProbeBias& bias, const std::vector<EnclosedDiff>& events,
+                    std::int64_t wall_diff, std::int64_t oncpu_diff, std::uint64_t oncpu_spread) {
+  auto per_call = [](std::int64_t d) {
+    return d > 0 ? static_cast<std::uint64_t>(d) / kNested : 0;
+  };
   // kNested target calls in each outer sample: the spread of one is about sqrt(kNested) less.
-  auto one = [](std::uint64_t s) { return s / 2; };
+  auto one = [](std::uint64_t spread) { return spread / 2; };
   static_assert(kNested == 4, "one(): the square root of kNested");
-  for (const auto& v : with.events_spread) bias.enclosed_noise.push_back(one(v.value_or(0)));
-  bias.enclosed_noise.push_back(one(with.oncpu_spread));
-  bias.enclosed_noise.push_back(one(with.oncpu_spread));
+  bias.nested_calibrated = true;
+  for (const auto& e : events) {
+    bias.enclosed.push_back(e.diff ? std::optional(per_call(*e.diff)) : std::nullopt);
+    bias.enclosed_noise.push_back(one(e.spread));
+  }
+  bias.enclosed_oncpu_ns = per_call(oncpu_diff);
+  bias.enclosed_wall_ns = std::min(per_call(wall_diff), bias.enclosed_oncpu_ns);
+  bias.enclosed_noise.push_back(one(oncpu_spread));
+  bias.enclosed_noise.push_back(one(oncpu_spread));
+}
+
+// From sequential samples: the outer function's medians with the target probed less without;
+// the spread is that of the samples with it.
+void set_enclosed(ProbeBias& bias, const SampleStats& with, const SampleStats& alone) {
+  if (with.counted == 0 || alone.counted == 0) return;
+  std::vector<EnclosedDiff> events;
+  for (std::size_t i = 0; i < with.events.size() && i < alone.events.size(); ++i)
+    events.push_back({with.events[i] && alone.events[i]
+                          ? std::optional(signed_diff(*with.events[i], *alone.events[i]))
+                          : std::nullopt,
+                      with.events_spread[i].value_or(0)});
+  store_enclosed(bias, events, signed_diff(with.wall, alone.wall),
+                 signed_diff(with.oncpu, alone.oncpu), with.oncpu_spread);
 }
 
 // Calls the outer function kCalls times, alternately with the probed target and with its
@@ -446,37 +473,26 @@ std::optional<SignedStats> signed_stats(std::vector<std::int64_t> v) {
 
 void set_enclosed_from_pairs(ProbeBias& bias, const std::vector<SamplePair>& pairs,
                              std::size_t n_events) {
-  auto diff = [](std::uint64_t w, std::uint64_t a) {
-    return static_cast<std::int64_t>(w) - static_cast<std::int64_t>(a);
-  };
   std::vector<std::vector<std::int64_t>> per_event(n_events);
   std::vector<std::int64_t> wall, oncpu;
   for (const auto& q : pairs) {
-    wall.push_back(diff(q.first.wall_ns, q.second.wall_ns));
+    wall.push_back(signed_diff(q.first.wall_ns, q.second.wall_ns));
     if (!both_counted(q)) continue;
-    oncpu.push_back(diff(q.first.oncpu_ns, q.second.oncpu_ns));
+    oncpu.push_back(signed_diff(q.first.oncpu_ns, q.second.oncpu_ns));
     for (std::size_t i = 0; i < n_events; ++i)
-      if (both_measured(q, i)) per_event[i].push_back(diff(q.first.delta[i], q.second.delta[i]));
+      if (both_measured(q, i))
+        per_event[i].push_back(signed_diff(q.first.delta[i], q.second.delta[i]));
   }
   const auto on = signed_stats(oncpu);
   const auto wa = signed_stats(wall);
   if (!on || !wa) return;
-  auto per_call = [](std::int64_t d) {
-    return d > 0 ? static_cast<std::uint64_t>(d) / kNested : 0;
-  };
-  // kNested target calls in each pair: the spread of one is about sqrt(kNested) less.
-  auto one = [](std::int64_t s) { return static_cast<std::uint64_t>(s) / 2; };
-  static_assert(kNested == 4, "one(): the square root of kNested");
-  bias.nested_calibrated = true;
+  std::vector<EnclosedDiff> events;
   for (auto& v : per_event) {
     const auto st = signed_stats(std::move(v));
-    bias.enclosed.push_back(st ? std::optional(per_call(st->median)) : std::nullopt);
-    bias.enclosed_noise.push_back(st ? one(st->spread) : 0);
+    events.push_back(st ? EnclosedDiff{st->median, static_cast<std::uint64_t>(st->spread)}
+                        : EnclosedDiff{});
   }
-  bias.enclosed_oncpu_ns = per_call(on->median);
-  bias.enclosed_wall_ns = std::min(per_call(wa->median), bias.enclosed_oncpu_ns);
-  bias.enclosed_noise.push_back(one(on->spread));
-  bias.enclosed_noise.push_back(one(on->spread));
+  store_enclosed(bias, events, wa->median, on->median, static_cast<std::uint64_t>(on->spread));
 }
 
 namespace {
@@ -532,12 +548,12 @@ std::optional<std::uint64_t> median(std::vector<std::uint64_t> values) {
 namespace {
 
 // The outer function probed. A user-space target has an unprobed twin, and the outer calls
-// alternate between the two once the target is probed (`paired`). A kernel target has none:
-// what a call of the outer function costs alone is measured now, in `alone`, before the
-// target is probed. Without the outer probe (why_not said), the probe's own bias is still
-// calibrated: nested calls are then not compensated.
+// alternate between the two once the target is probed. A kernel target has none: what a call
+// of the outer function costs alone is measured now, in `alone`, before the target is probed.
+// Without the outer probe (why_not said), the probe's own bias is still calibrated: nested
+// calls are then not compensated.
 std::vector<BpfLink> attach_outer(const FuncObject& object, const CalibrationRequest& req,
-                                  bool& paired, SampleStats& alone, std::string& why_not) {
+                                  SampleStats& alone, std::string& why_not) {
   try {
     auto outer_at = locate_in_maps(read_file("/proc/self/maps").value_or(""),
                                    reinterpret_cast<std::uint64_t>(pmcprof_calibration_outer));
@@ -545,8 +561,7 @@ std::vector<BpfLink> attach_outer(const FuncObject& object, const CalibrationReq
     const CalibrationProbe target = attach_probe(object, req, false);
     auto links = object.attach_uprobe(object.calibration_outer_id(), outer_at->path,
                                       outer_at->file_offset, ::getpid());
-    paired = target.twin != nullptr;
-    if (!paired)
+    if (!target.twin)
       alone = sample_stats(sample_rounds(object, true, [&] { make_outer_calls(target); }),
                            object.events().size());
     return links;
@@ -571,10 +586,11 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
   try {
     std::vector<BpfLink> outer;
     if (req.nested)
-      outer = attach_outer(object, req, paired, outer_alone, bias.nested_why_not);
+      outer = attach_outer(object, req, outer_alone, bias.nested_why_not);
     else
       bias.nested_why_not = "no probed call of this run can enclose another";
     CalibrationProbe probe = attach_probe(object, req);
+    paired = probe.twin != nullptr;
     bias.probed = probe.probed;
     own = probe.own_instructions;
     samples = sample_rounds(object, false, [&] { make_calls(probe); });
