@@ -600,48 +600,42 @@ static __always_inline bool wanted(__u32 tgid) {
 /* ---- --by argN: keys from a start point's arguments ---- */
 
 /* Reads `size` bytes at addr (the probed process's memory, or the kernel's) into the low bytes
- * of *v (little endian). */
-static __always_inline void read_sized(__u64 *v, __u8 size, const void *addr, bool user) {
+ * of *v (little endian); < 0 when it could not (then *v is 0). */
+static __always_inline long read_sized(__u64 *v, __u8 size, const void *addr, bool user) {
   *v = 0;
-  if (size == 8) {
-    if (user)
-      bpf_probe_read_user(v, 8, addr);
-    else
-      bpf_probe_read_kernel(v, 8, addr);
-  } else if (size == 4) {
-    if (user)
-      bpf_probe_read_user(v, 4, addr);
-    else
-      bpf_probe_read_kernel(v, 4, addr);
-  } else if (size == 2) {
-    if (user)
-      bpf_probe_read_user(v, 2, addr);
-    else
-      bpf_probe_read_kernel(v, 2, addr);
-  } else {
-    if (user)
-      bpf_probe_read_user(v, 1, addr);
-    else
-      bpf_probe_read_kernel(v, 1, addr);
-  }
+  if (size == 8) return user ? bpf_probe_read_user(v, 8, addr) : bpf_probe_read_kernel(v, 8, addr);
+  if (size == 4) return user ? bpf_probe_read_user(v, 4, addr) : bpf_probe_read_kernel(v, 4, addr);
+  if (size == 2) return user ? bpf_probe_read_user(v, 2, addr) : bpf_probe_read_kernel(v, 2, addr);
+  return user ? bpf_probe_read_user(v, 1, addr) : bpf_probe_read_kernel(v, 1, addr);
 }
 
-static __always_inline void read_str(void *dst, __u32 size, const void *src, bool user) {
-  if (user)
-    bpf_probe_read_user_str(dst, size, src);
-  else
-    bpf_probe_read_kernel_str(dst, size, src);
+static __always_inline long read_str(void *dst, __u32 size, const void *src, bool user) {
+  return user ? bpf_probe_read_user_str(dst, size, src) : bpf_probe_read_kernel_str(dst, size, src);
+}
+
+/* The argument at byte `slot` of the key could not be read at addr (bpf/pmcprof.h). */
+static __always_inline void mark_unreadable(struct pmcprof_key *key, __u32 slot, __u64 addr) {
+  key->q[slot / 8] = 0;
+  key->q[(slot + PMCPROF_KEY_ADDR_OFF) / 8] = addr;
+  key->b[slot + PMCPROF_KEY_UNREADABLE_OFF] = PMCPROF_KEY_UNREADABLE;
 }
 
 /* Argument i of the key, from the 8 bytes of its register (or record field) `reg`: its value
- * cut to its size and sign-extended, or the string at that value. A read that fails leaves
- * zeros (an empty string, 0). */
+ * cut to its size and sign-extended, or the string at that value. A read that fails marks
+ * the argument unreadable, with its address (never a silent 0 or empty string). */
 __attribute__((noinline)) int key_arg(const struct pmcprof_arg_spec *s, __u64 reg,
                                       struct pmcprof_key *key, __u32 i) {
   if (!s || !key) return 0;
   __u64 v = s->kind == PMCPROF_ARG_CONST ? s->val : reg;
   const bool user = s->user;
-  if (s->kind == PMCPROF_ARG_DEREF) read_sized(&v, s->size, (const void *)(reg + s->val), user);
+  const __u64 addr = reg + s->val;
+  if (s->kind == PMCPROF_ARG_DEREF && read_sized(&v, s->size, (const void *)addr, user) < 0) {
+    if (n_key_args == 1 || i == 0)
+      mark_unreadable(key, 0, addr);
+    else
+      mark_unreadable(key, PMCPROF_KEY_SIZE / 2, addr);
+    return 0;
+  }
   switch (s->size) {
     case 1:
       v = s->is_signed ? (__u64)(__s64)(__s8)v : (__u8)v;
@@ -662,12 +656,16 @@ __attribute__((noinline)) int key_arg(const struct pmcprof_arg_spec *s, __u64 re
       key->q[PMCPROF_KEY_SIZE / 16] = v;
     return 0;
   }
-  if (n_key_args == 1)
-    read_str(&key->b[0], PMCPROF_KEY_SIZE, (const void *)v, user);
-  else if (i == 0)
-    read_str(&key->b[0], PMCPROF_KEY_SIZE / 2, (const void *)v, user);
-  else
-    read_str(&key->b[PMCPROF_KEY_SIZE / 2], PMCPROF_KEY_SIZE / 2, (const void *)v, user);
+  if (n_key_args == 1) {
+    if (read_str(&key->b[0], PMCPROF_KEY_SIZE, (const void *)v, user) < 0)
+      mark_unreadable(key, 0, v);
+  } else if (i == 0) {
+    if (read_str(&key->b[0], PMCPROF_KEY_SIZE / 2, (const void *)v, user) < 0)
+      mark_unreadable(key, 0, v);
+  } else if (read_str(&key->b[PMCPROF_KEY_SIZE / 2], PMCPROF_KEY_SIZE / 2, (const void *)v, user) <
+             0) {
+    mark_unreadable(key, PMCPROF_KEY_SIZE / 2, v);
+  }
   return 0;
 }
 

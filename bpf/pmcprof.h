@@ -50,6 +50,14 @@
  * argument is signed); a string is NUL-terminated (cut to the room it has), the rest zero. */
 #define PMCPROF_MAX_KEY_ARGS 2
 #define PMCPROF_KEY_SIZE 128
+/* An argument whose memory could not be read (a page the process never touched, which BPF
+ * cannot fault in; a bad pointer) is not a value: its slot's first 8 bytes stay zero, the
+ * address that failed is at byte PMCPROF_KEY_ADDR_OFF and PMCPROF_KEY_UNREADABLE (1) at byte
+ * PMCPROF_KEY_UNREADABLE_OFF. An argument read whole leaves that byte 0 whenever its first 8
+ * bytes are zero (an integer takes 8 bytes; an empty string is all zeros). */
+#define PMCPROF_KEY_ADDR_OFF 8
+#define PMCPROF_KEY_UNREADABLE_OFF 16
+#define PMCPROF_KEY_UNREADABLE 1
 
 /* Where an argument's value is (struct pmcprof_arg_spec.kind). */
 #define PMCPROF_ARG_CONST 0 /* val itself */

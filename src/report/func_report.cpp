@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "pmcprof/util/strings.hpp"
 
@@ -199,6 +200,12 @@ std::string KeyValue::display() const {
       return std::to_string(static_cast<std::int64_t>(bits));
     case Type::unsigned_int:
       return std::to_string(bits);
+    case Type::unreadable: {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "<unreadable at 0x%llx>",
+                    static_cast<unsigned long long>(bits));
+      return buf;
+    }
     case Type::string:
       break;
   }

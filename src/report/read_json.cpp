@@ -410,8 +410,12 @@ KeyValue read_key_value(const Ctx& c, const ojson& v, const std::string& path) {
   } else if (v.is_number_integer()) {
     k.type = KeyValue::Type::signed_int;
     k.bits = static_cast<std::uint64_t>(v.get<std::int64_t>());
+  } else if (v.is_object() && find(v, "unreadable_at")) {
+    k.type = KeyValue::Type::unreadable;
+    k.bits = u64_or(c, v, path, "unreadable_at");
   } else {
-    c.fail(path, "expected a string or a whole number, found " + a_type(v));
+    c.fail(path,
+           "expected a string, a whole number or {\"unreadable_at\": ADDRESS}, found " + a_type(v));
   }
   return k;
 }

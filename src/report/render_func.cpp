@@ -323,6 +323,8 @@ ojson function_json(const FunctionReport& r, const FuncRow& f) {
     for (const auto& a : f.args) {
       if (a.type == KeyValue::Type::string)
         args.push_back(text(a.text));
+      else if (a.type == KeyValue::Type::unreadable)
+        args.push_back({{"unreadable_at", a.bits}});
       else if (a.type == KeyValue::Type::signed_int)
         args.push_back(static_cast<std::int64_t>(a.bits));
       else

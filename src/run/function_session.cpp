@@ -313,6 +313,22 @@ struct FunctionSession::State {
            p.begin->backend == ProbeBackend::usdt && p.end->backend == ProbeBackend::usdt;
   }
 
+  // --by argN: keys with an argument BPF could not read say why once, on the total row (the
+  // rows of point P are [first, own]).
+  static void note_unreadable_keys(std::vector<FuncRow>& rows, std::size_t first, std::size_t own) {
+    const auto n = std::count_if(rows.begin() + first, rows.begin() + own, [](const FuncRow& f) {
+      return std::any_of(f.args.begin(), f.args.end(),
+                         [](const KeyValue& a) { return a.type == KeyValue::Type::unreadable; });
+    });
+    if (n == 0) return;
+    std::string& note = rows[own].backend_note;
+    note += (note.empty() ? "" : "; ") + std::to_string(n) +
+            (n == 1 ? " key holds" : " keys hold") +
+            " an argument BPF could not read, shown as <unreadable at ADDRESS>: its memory was not "
+            "paged in when the probe fired and BPF cannot fault it in (a string the program "
+            "never reads itself, such as a literal, is the usual case), or the pointer was bad";
+  }
+
   // --by argN: a key's arguments, as the BPF side wrote them (bpf/pmcprof.h).
   std::vector<KeyValue> key_values(const std::string& bytes) const {
     std::vector<KeyValue> out;
@@ -322,7 +338,10 @@ struct FunctionSession::State {
     for (std::size_t i = 0; i < n; ++i) {
       const char* slot = bytes.data() + i * room;
       KeyValue v;
-      if (plan.key_args[i].string) {
+      if (const auto address = unreadable_key_arg({slot, room})) {
+        v.type = KeyValue::Type::unreadable;
+        v.bits = *address;
+      } else if (plan.key_args[i].string) {
         v.type = KeyValue::Type::string;
         v.text.assign(slot, strnlen(slot, room));
       } else {
@@ -566,8 +585,10 @@ struct FunctionSession::State {
     for (const auto& p : points) {
       const FuncProbeStats& fs = fstats[p.func_id];
       kernel_lost += fs.lost;
+      const std::size_t first = r.functions.size();
       const std::size_t own = add_rows(r.functions, p, stats);
       annotate(r.functions[own], p, fs, stream_view);
+      note_unreadable_keys(r.functions, first, own);
     }
     r.lost = stream_view ? std::max(lost_total, kernel_lost) : 0;
     r.partial = r.lost > 0;

@@ -19,6 +19,16 @@ static_assert(offsetof(CallRecord, delta) == PMCPROF_RECORD_HEADER_SIZE);
 static_assert(offsetof(CallRecord, key) == offsetof(pmcprof_record, key));
 static_assert(kKeySize == PMCPROF_KEY_SIZE);
 
+std::optional<std::uint64_t> unreadable_key_arg(std::string_view slot) {
+  if (slot.size() <= PMCPROF_KEY_UNREADABLE_OFF ||
+      slot[PMCPROF_KEY_UNREADABLE_OFF] != PMCPROF_KEY_UNREADABLE ||
+      slot.substr(0, 8).find_first_not_of('\0') != std::string_view::npos)
+    return std::nullopt;
+  std::uint64_t address = 0;
+  std::memcpy(&address, slot.data() + PMCPROF_KEY_ADDR_OFF, sizeof(address));
+  return address;
+}
+
 bool CallRecord::slept() const {
   return flags & PMCPROF_REC_SLEPT;
 }

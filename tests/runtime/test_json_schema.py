@@ -394,6 +394,11 @@ class FunctionMode(SchemaCase):
         _, docs = self.run_json(["stat", "-e", "task-clock", "--region", region],
                                 command=[sdt, "unmatched", "3"])
         self.assertEqual(docs[0]["functions"][0]["open"], 3)
+        # Arguments BPF could not read: {"unreadable_at": ADDRESS} keys, a note on the total.
+        _, docs = self.run_json(["stat", "-e", "task-clock", "--region", region, "--by",
+                                 "arg0,arg1:str"], command=[sdt, "unreadable", "2"])
+        self.assertIn({"unreadable_at": 0}, [f["args"][1] for f in docs[0]["functions"]])
+        self.assertIn("could not read", docs[0]["totals"][0]["backend_note"])
 
 
 class DiffDocuments(SchemaCase):

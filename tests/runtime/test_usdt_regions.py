@@ -40,10 +40,12 @@ semaphore), whose counts are known exactly, and libstdc++'s own probes (a shared
 
 Usage: test_usdt_regions.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 import urllib.request
 
@@ -208,6 +210,39 @@ class SdtTest(unittest.TestCase):
             # The median call: a call the hypervisor stalled (steal) cannot move it.
             t.assert_within(self, t.func_event(row)["p50"], usec * 1000, 0.15,
                             f"{row['function']} task-clock p50")
+
+    def test_unreadable_arguments_are_flagged(self):
+        """A string argument on a page the process never touched (BPF cannot fault it in) and
+        a NULL one are keys of their own, shown unreadable with their address, never "" (they
+        read as an empty string before), and the total row says why; a readable key beside
+        them is read whole. The saved JSON renders the same again (pmcprof report)."""
+        n = 30
+        label = region(self.wl)
+        s = self.stat(["--aggregate", "both", "--region", label, "--by", "arg0,arg1:str"],
+                      [self.wl, "unreadable", str(n)])
+        untouched = s.workload[0]["untouched"]
+        for agg in ("stream", "kernel"):
+            rep = t.report_of(s, agg)
+            rows = {r["args"][0]: r for r in t.func_rows(rep, label)}
+            t.log(f"[{agg}] " + "; ".join(f"{k}: {r['args']} {r['calls']} calls"
+                                          for k, r in sorted(rows.items())))
+            self.assertEqual(set(rows), {1, 4, 5}, agg)
+            self.assertEqual(rows[4]["args"][1], {"unreadable_at": untouched}, agg)
+            self.assertEqual(rows[5]["args"][1], {"unreadable_at": 0}, agg)
+            self.assertEqual(rows[1]["args"][1], "alpha", agg)
+            for key in (1, 4, 5):
+                self.assertEqual(rows[key]["calls"], n, f"{agg} key {key}")
+            note = t.func_total(rep, label).get("backend_note", "")
+            self.assertIn("2 keys hold an argument BPF could not read", note, agg)
+        with tempfile.TemporaryDirectory(prefix="pmcprof-test-") as tmp:
+            saved = os.path.join(tmp, "run.json")
+            with open(saved, "w") as f:
+                json.dump(t.report_of(s, "kernel"), f)
+            p = t.run_pmcprof(["report", saved])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(f'4, <unreadable at {untouched:#x}>', p.stdout)
+            self.assertIn("5, <unreadable at 0x0>", p.stdout)
+            self.assertIn('1, "alpha"', p.stdout)
 
     def test_single_probe_keys_and_other(self):
         n = 400

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "../../bpf/pmcprof.h"
@@ -297,4 +298,27 @@ TEST(CallRecord, KeyedShapeNeedsTheWholeRecord) {
   EXPECT_EQ(rec->delta[2], 0u);  // past n_events: not decoded
   const auto cut = bytes_of(raw, sizeof(raw) - 1);
   EXPECT_FALSE(decode_call_record(cut.data(), cut.size(), RecordShape::keyed));
+}
+
+// --by argN: a slot BPF marked unreadable gives the address; values read whole give nothing,
+// whatever bytes they hold (bpf/pmcprof.h).
+TEST(CallRecord, UnreadableKeyArgument) {
+  std::string slot(PMCPROF_KEY_SIZE / 2, '\0');
+  EXPECT_EQ(unreadable_key_arg(slot), std::nullopt);  // an empty string, or the integer 0
+  const std::uint64_t address = 0x7ffd12345678;
+  std::memcpy(slot.data() + PMCPROF_KEY_ADDR_OFF, &address, sizeof(address));
+  slot[PMCPROF_KEY_UNREADABLE_OFF] = PMCPROF_KEY_UNREADABLE;
+  EXPECT_EQ(unreadable_key_arg(slot), address);
+  std::string null_pointer(PMCPROF_KEY_SIZE, '\0');
+  null_pointer[PMCPROF_KEY_UNREADABLE_OFF] = PMCPROF_KEY_UNREADABLE;
+  EXPECT_EQ(unreadable_key_arg(null_pointer), 0u);
+  // A string read whole may hold any byte there: its first 8 bytes are not all zero.
+  std::string text = "abcdefghijklmnop";
+  text += static_cast<char>(PMCPROF_KEY_UNREADABLE);
+  text.resize(PMCPROF_KEY_SIZE / 2, '\0');
+  EXPECT_EQ(unreadable_key_arg(text), std::nullopt);
+  // An integer whose value is 0 leaves the mark's byte 0.
+  std::string integer(PMCPROF_KEY_SIZE / 2, '\0');
+  EXPECT_EQ(unreadable_key_arg(integer), std::nullopt);
+  EXPECT_EQ(unreadable_key_arg(std::string_view()), std::nullopt);
 }

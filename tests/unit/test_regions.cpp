@@ -15,6 +15,7 @@
 #include "pmcprof/probes/target_spec.hpp"
 #include "pmcprof/report/func_report.hpp"
 #include "pmcprof/report/prometheus.hpp"
+#include "pmcprof/report/read_json.hpp"
 #include "pmcprof/stream/call_record.hpp"
 #include "pmcprof/stream/func_stats.hpp"
 #include "pmcprof/util/error.hpp"
@@ -315,6 +316,12 @@ TEST(KeyValueDisplay, StringsQuotedIntegersBySign) {
   EXPECT_EQ(big.display(), "18446744073709551615");
 }
 
+TEST(KeyValueDisplay, UnreadableShowsTheAddressThatFailed) {
+  EXPECT_EQ((KeyValue{KeyValue::Type::unreadable, "", 0x7f12deadb000}).display(),
+            "<unreadable at 0x7f12deadb000>");
+  EXPECT_EQ((KeyValue{KeyValue::Type::unreadable, "", 0}).display(), "<unreadable at 0x0>");
+}
+
 namespace {
 
 FuncRow region_row(const std::string& by_value, std::vector<KeyValue> args, bool other,
@@ -380,6 +387,33 @@ TEST(RegionReport, Json) {
   EXPECT_FALSE(f[1].contains("open"));
   EXPECT_EQ(f[2]["kind"], "probe");
   EXPECT_FALSE(f[0].contains("arg0:str,arg1"));  // the key is in args, not a by-named field
+}
+
+// An argument BPF could not read is neither "" nor 0 in any output, and reads back as it was.
+TEST(RegionReport, UnreadableArgumentInEveryFormat) {
+  FunctionReport r = keyed_report();
+  r.functions[0].args[0] = {KeyValue::Type::unreadable, "", 0x55aa1000};
+  r.functions[0].by_value = r.functions[0].args[0].display() + ", -7";
+  const std::string text = render_func_json(r);
+  const json j = json::parse(text);
+  EXPECT_EQ(j["functions"][0]["args"], json::parse(R"([{"unreadable_at": 1437208576}, -7])"));
+  const SavedRun run = read_saved_run(text, "u.json");
+  const FunctionReport& back = function_totals(run, "u.json");
+  ASSERT_EQ(back.functions[0].args.size(), 2u);
+  EXPECT_EQ(back.functions[0].args[0].type, KeyValue::Type::unreadable);
+  EXPECT_EQ(back.functions[0].args[0].bits, 0x55aa1000u);
+  EXPECT_TRUE(
+      has(render_func_text(back), " query  [usdt region]  <unreadable at 0x55aa1000>, -7\n"))
+      << render_func_text(back);
+  PrometheusStatus status;
+  status.up = true;
+  status.mode = "function";
+  EXPECT_TRUE(has(render_prometheus(nullptr, &r, status),
+                  "{function=\"query\",arg0=\"<unreadable at 0x55aa1000>\",arg1=\"-7\"} 3\n"));
+  // Neither a string nor a number nor the object: refused, naming where.
+  json bad = j;
+  bad["functions"][0]["args"][0] = json::object({{"address", 1}});
+  EXPECT_THROW(read_saved_run(bad.dump(), "bad.json"), UserError);
 }
 
 TEST(RegionReport, Prometheus) {

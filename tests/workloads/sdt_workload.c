@@ -14,6 +14,9 @@
  *                                 and fire guarded(i); the count says whether pmcprof set it
  *   sdt_workload overlap N        N times: outer__start, work__start(7), outer__done,
  *                                 work__done(7): regions that overlap without nesting
+ *   sdt_workload unreadable N     N regions each of work__start(4, a name on a page this
+ *                                 process never touched: BPF cannot read it), (5, NULL) and
+ *                                 (1, "alpha"); prints the untouched page's address
  *
  * With "wait" before the mode it first reads a line from stdin (tests attach with -p then).
  * `regions` also sums a task-clock counter of its own over the regions (inside_task_clock_ns,
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sdt.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -115,7 +119,7 @@ int main(int argc, char** argv) {
   if (argc - a < 2) {
     fprintf(stderr,
             "usage: sdt_workload [wait] regions K USEC | nested DEPTH N | unmatched N | "
-            "ticks N | guarded N | overlap N\n");
+            "ticks N | guarded N | overlap N | unreadable N\n");
     return 2;
   }
   const char* mode = argv[a];
@@ -178,6 +182,19 @@ int main(int argc, char** argv) {
       DTRACE_PROBE1(pmcprof_test, work__done, 7);
     }
     printf("{\"mode\": \"overlap\", \"times\": %ld}\n", n);
+  } else if (strcmp(mode, "unreadable") == 0) {
+    /* A fresh anonymous page has no page table entry until it is touched, and a probe's BPF
+     * program cannot fault one in. */
+    const char* untouched =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (untouched == MAP_FAILED) return 1;
+    for (long i = 0; i < n; i++) {
+      region(4, untouched, 20);
+      region(5, NULL, 20);
+      region(1, kNames[0], 20);
+    }
+    printf("{\"mode\": \"unreadable\", \"times\": %ld, \"untouched\": %llu}\n", n,
+           (unsigned long long)(uintptr_t)untouched);
   } else {
     fprintf(stderr, "sdt_workload: unknown mode %s\n", mode);
     return 2;

@@ -49,11 +49,15 @@ struct FuncEventRow {
 
 // One argument of a --by argN key, as read at the start.
 struct KeyValue {
-  enum class Type { string, signed_int, unsigned_int };
+  // unreadable: BPF could not read the argument's memory (a page the process had not touched,
+  // which BPF cannot fault in; a bad pointer): no value, only the address that failed.
+  enum class Type { string, signed_int, unsigned_int, unreadable };
   Type type = Type::string;
-  std::string text;             // string
-  std::uint64_t bits = 0;       // integers (a signed one as its two's complement bits)
-  std::string display() const;  // "text" in double quotes (escaped), or the number
+  std::string text;        // string
+  std::uint64_t bits = 0;  // integers (a signed one as its two's complement bits); unreadable:
+                           // the address
+  // "text" in double quotes (escaped), the number, or <unreadable at 0x...>
+  std::string display() const;
 };
 
 // A metric of a function's calls (IPC, a miss share, CPUs utilized, ...): the value of its

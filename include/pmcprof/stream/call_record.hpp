@@ -11,6 +11,10 @@ namespace pmcprof {
 inline constexpr std::size_t kMaxBpfEvents = 8;  // PMCPROF_MAX_EVENTS (bpf/pmcprof.h)
 inline constexpr std::size_t kKeySize = 128;     // PMCPROF_KEY_SIZE
 
+// --by argN: one argument's slot of a key as the BPF side wrote it (bpf/pmcprof.h): the address
+// BPF could not read there, or nullopt when the slot holds the argument's value.
+std::optional<std::uint64_t> unreadable_key_arg(std::string_view slot);
+
 // One completed call as it leaves the kernel: the layout of struct pmcprof_record
 // (bpf/pmcprof.h, checked at compile time), so decoding is a copy or two and no allocation.
 struct CallRecord {
