@@ -68,9 +68,10 @@ class KeySlots {
   const std::vector<KeyArg>& args() const { return args_; }
   std::optional<std::size_t> add(KeySpec spec) {
     if (args_.empty()) return std::nullopt;
-    if (out_.key_specs.size() >= PMCPROF_MAX_KEY_SLOTS)
+    // (the last slot is the calibration target's: calibration_key_spec)
+    if (out_.key_specs.size() >= PMCPROF_MAX_KEY_SLOTS - 1)
       throw UserError("too many probe sites read --by arguments (at most " +
-                      std::to_string(PMCPROF_MAX_KEY_SLOTS) + ")");
+                      std::to_string(PMCPROF_MAX_KEY_SLOTS - 1) + ")");
     for (std::size_t i = 0; i < spec.size() && i < out_.key_signed.size(); ++i)
       if (spec[i].is_signed && !spec[i].is_string) out_.key_signed[i] = true;
     out_.key_specs.push_back(std::move(spec));

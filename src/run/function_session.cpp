@@ -212,9 +212,6 @@ struct FunctionSession::State {
     if (agg != AggregateChoice::kernel) {
       stream.emplace(object.records_fd(), plan.buffer_pages, record_shape(),
                      [this](const CallRecord& rec) {
-                       // The calibration target's calls, made as a run's call is (its cost to
-                       // the calls around it includes the record): not the run's.
-                       if (rec.func_id >= points.size()) return;
                        stream_total.add(rec);
                        if (intervals) stream_interval.add(rec);
                      });
@@ -324,15 +321,19 @@ struct FunctionSession::State {
            p.begin->backend == ProbeBackend::usdt && p.end->backend == ProbeBackend::usdt;
   }
 
-  // --by argN: keys with an argument BPF could not read say why once, on the total row (the
-  // rows of point P are [first, own]).
-  static void note_unreadable_keys(std::vector<FuncRow>& rows, std::size_t first, std::size_t own) {
-    const auto n = std::count_if(rows.begin() + first, rows.begin() + own, [](const FuncRow& f) {
-      return std::any_of(f.args.begin(), f.args.end(),
-                         [](const KeyValue& a) { return a.type == KeyValue::Type::unreadable; });
-    });
+  // --by argN: the keys of point `func_id` with an argument BPF could not read (those folded
+  // by --top too), said once on its total row, with why.
+  void note_unreadable_keys(FuncRow& total, const KeyedStats& stats, std::uint32_t func_id) const {
+    if (plan.by != Breakdown::args) return;
+    std::size_t n = 0;
+    for (const auto& [key, s] : stats) {
+      if (key.func_id != func_id || key.other) continue;
+      const auto args = key_values(key.text);
+      n += std::any_of(args.begin(), args.end(),
+                       [](const KeyValue& a) { return a.type == KeyValue::Type::unreadable; });
+    }
     if (n == 0) return;
-    std::string& note = rows[own].backend_note;
+    std::string& note = total.backend_note;
     note += (note.empty() ? "" : "; ") + std::to_string(n) +
             (n == 1 ? " key holds" : " keys hold") +
             " an argument BPF could not read, shown as <unreadable at ADDRESS>: its memory was not "
@@ -599,10 +600,9 @@ struct FunctionSession::State {
     for (const auto& p : points) {
       const FuncProbeStats& fs = fstats[p.func_id];
       kernel_lost += fs.lost;
-      const std::size_t first = r.functions.size();
       const std::size_t own = add_rows(r.functions, p, stats);
       annotate(r.functions[own], p, fs, stream_view);
-      note_unreadable_keys(r.functions, first, own);
+      note_unreadable_keys(r.functions[own], stats, p.func_id);
     }
     r.lost = stream_view ? std::max(lost_total, kernel_lost) : 0;
     r.partial = r.lost > 0;

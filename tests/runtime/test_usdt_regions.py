@@ -234,6 +234,11 @@ class SdtTest(unittest.TestCase):
                 self.assertEqual(rows[key]["calls"], n, f"{agg} key {key}")
             note = t.func_total(rep, label).get("backend_note", "")
             self.assertIn("2 keys hold an argument BPF could not read", note, agg)
+        # Folded by --top, they are still counted in the note.
+        top = self.stat(["--top", "1", "--region", label, "--by", "arg0,arg1:str"],
+                        [self.wl, "unreadable", "3"])
+        self.assertIn("2 keys hold an argument BPF could not read",
+                      t.func_total(top.json, label).get("backend_note", ""))
         with tempfile.TemporaryDirectory(prefix="pmcprof-test-") as tmp:
             saved = os.path.join(tmp, "run.json")
             with open(saved, "w") as f:
