@@ -330,6 +330,20 @@ def timed_get(port, path="/metrics", source="127.0.0.1", auth=None, timeout=5):
     return took, int(buf.split(b" ", 2)[1])
 
 
+def process_cpu_ns(pid):
+    """The CPU time every thread of PID has run so far, in ns (/proc/PID/task/*/schedstat): the
+    work requests made it do, however long a loaded machine kept it waiting for a CPU. (serve's
+    threads live as long as it does, so none takes its time away with it.)"""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2] if xs else float("nan")
