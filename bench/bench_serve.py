@@ -72,6 +72,10 @@ import sys
 import tempfile
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "runtime"))
+import serve_testlib  # noqa: E402
+
 EVENTS = "task-clock,page-faults,context-switches,cpu-migrations"
 N_CGROUPS = 10
 WORK_CGROUPS = (0, 2, 4, 6, 8)
@@ -225,16 +229,8 @@ class Cgroups:
 
 
 # ------------------------------------------------------------------------------ process stats
-def cpu_ns(pid):
-    """sum_exec_runtime (ns) over the process's threads, from /proc/PID/task/*/schedstat."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
+# cpu_ns: sum_exec_runtime (ns) over the process's threads (serve_testlib.process_cpu_ns).
+cpu_ns = serve_testlib.process_cpu_ns
 
 
 def stat_ticks(pid):
