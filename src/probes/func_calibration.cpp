@@ -8,8 +8,6 @@
 #include <array>
 #include <cerrno>
 #include <cmath>
-#include <numeric>
-#include <span>
 
 #include "pmcprof/platform/capabilities.hpp"
 #include "pmcprof/platform/system.hpp"
@@ -474,24 +472,15 @@ std::vector<SamplePair> sample_pairs(const FuncObject& object, const Calibration
   return pairs;
 }
 
-// The mean and spread (as spread()) of signed values; nullopt when there are none.
+// The median and spread (as spread()) of signed values; nullopt when there are none.
 struct SignedStats {
-  std::int64_t mean = 0, spread = 0;
+  std::int64_t median = 0, spread = 0;
 };
 
-// The mean, not the median: what nested probes cost is subtracted from the sums of the calls
-// around them, k of them at a time, and a probed call's cost has a heavy upper tail (about 1
-// pair in 12 here is ~34 us slower: the same in the program's own calls), which sums carry
-// and a median leaves out (x86 here: a usdt pair in a loop cost its caller 10.5-10.9 us
-// measured in situ; the median of pairs said 9.9-10.1, their mean 10.4-10.6). One value in
-// 64 is trimmed from each end, so a single rare stall among 128 pairs cannot move it.
 std::optional<SignedStats> signed_stats(std::vector<std::int64_t> v) {
   if (v.empty()) return std::nullopt;
   std::sort(v.begin(), v.end());
-  const std::size_t trim = v.size() / 64;
-  const auto kept = std::span(v).subspan(trim, v.size() - 2 * trim);
-  const double sum = std::accumulate(kept.begin(), kept.end(), 0.0);
-  return SignedStats{std::llround(sum / static_cast<double>(kept.size())),
+  return SignedStats{v[v.size() / 2],
                      v[percentile_rank(v.size(), 0.9)] - v[percentile_rank(v.size(), 0.1)]};
 }
 
@@ -515,10 +504,10 @@ void set_enclosed_from_pairs(ProbeBias& bias, const std::vector<SamplePair>& pai
   std::vector<EnclosedDiff> events;
   for (auto& v : per_event) {
     const auto st = signed_stats(std::move(v));
-    events.push_back(st ? EnclosedDiff{st->mean, static_cast<std::uint64_t>(st->spread)}
+    events.push_back(st ? EnclosedDiff{st->median, static_cast<std::uint64_t>(st->spread)}
                         : EnclosedDiff{});
   }
-  store_enclosed(bias, events, wa->mean, on->mean, static_cast<std::uint64_t>(on->spread));
+  store_enclosed(bias, events, wa->median, on->median, static_cast<std::uint64_t>(on->spread));
 }
 
 namespace {

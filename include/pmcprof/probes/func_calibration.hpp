@@ -63,8 +63,8 @@ struct ProbeBias {
   std::uint64_t oncpu_noise_ns = 0;
   // What one probed call of this backend costs a call it is nested in (an outer function in
   // pmcprof calling the target, probed with and without the target probed: a user-space
-  // target alternately with its unprobed twin, the trimmed mean of the pairs' differences), per
-  // BPF event (nullopt where not measured), wall and on-CPU.
+  // target alternately with its unprobed twin, the median of the pairs' differences), per BPF
+  // event (nullopt where not measured), wall and on-CPU.
   bool nested_calibrated = false;
   std::string nested_why_not;  // when not
   std::vector<std::optional<std::uint64_t>> enclosed;
@@ -124,9 +124,8 @@ using SamplePair = std::pair<FuncObject::CalibrationSample, FuncObject::Calibrat
 
 // Sets what a probed call costs the call it is nested in (bias.enclosed*, nested_calibrated)
 // from such pairs: per event (of the pairs whose two calls it ran through), wall (every pair)
-// and on-CPU (the pairs whose two calls were counted), the mean of the pairs' differences (one
-// in 64 trimmed from each end) per target call (never below 0): sums carry a probe's upper
-// tail, which a median leaves out. Their spread over sqrt(4) is the noise, which holds
+// and on-CPU (the pairs whose two calls were counted), the median of the pairs' differences
+// per target call (never below 0), and their spread over sqrt(4) as the noise, which holds
 // whatever varied between the two calls of a pair (the load did not, much). Without a
 // counted pair nothing is set.
 void set_enclosed_from_pairs(ProbeBias& bias, const std::vector<SamplePair>& pairs,
