@@ -1446,12 +1446,6 @@ static __always_inline int on_exit(void *ctx, __u64 cookie) {
 
   if (calibration) {
     keep_calibration_sample(&rec, func_id == calibration_outer_id);
-    /* Keyed by arguments, a user-space target's calls (their key read: never zero) are summed
-     * as a run's are, under their own id and key (which the loader drops): hashing the key is
-     * part of what a keyed call costs the calls around it (~0.7 us on x86 here; a call summed
-     * in the arrays, or one sent to the stream, costs too little to see). Not sent to the
-     * stream: nothing reads it during the calibration, and a full ring would count losses. */
-    if (func_id != calibration_outer_id && n_key_args && rec.key.q[0] != 0) aggregate(&rec);
     return 0;
   }
   if (agg_mode & PMCPROF_AGG_KERNEL) aggregate(&rec);

@@ -11,7 +11,6 @@
 
 #include "pmcprof/platform/capabilities.hpp"
 #include "pmcprof/platform/system.hpp"
-#include "pmcprof/probes/func_targets.hpp"
 #include "pmcprof/probes/kernel_functions.hpp"
 #include "pmcprof/probes/kernel_text.hpp"
 #include "pmcprof/util/error.hpp"
@@ -35,10 +34,10 @@ PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_push_twin, "  push %rbp\n  pop %r
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_endbr_twin, "  endbr64\n  ret\n")
 PMCPROF_CALIBRATION_TARGET(pmcprof_calibration_usdt_twin, "  nop\n  nop\n  ret\n")
 constexpr std::uint64_t kUsdtSiteBytes = 1;
-extern "C" void pmcprof_calibration_push(const char*, const char*);
-extern "C" void pmcprof_calibration_endbr(const char*, const char*);
-extern "C" void pmcprof_calibration_push_twin(const char*, const char*);
-extern "C" void pmcprof_calibration_endbr_twin(const char*, const char*);
+extern "C" void pmcprof_calibration_push();
+extern "C" void pmcprof_calibration_endbr();
+extern "C" void pmcprof_calibration_push_twin();
+extern "C" void pmcprof_calibration_endbr_twin();
 #elif defined(__aarch64__)
 asm(".text\n.globl pmcprof_calibration_stepped\n.type pmcprof_calibration_stepped, @function\n"
     "pmcprof_calibration_stepped:\n  nop\n  ret\n"
@@ -50,7 +49,7 @@ asm(".text\n.globl pmcprof_calibration_usdt\n.type pmcprof_calibration_usdt, @fu
 asm(".text\n.globl pmcprof_calibration_simulated\n.type pmcprof_calibration_simulated, @function\n"
     "pmcprof_calibration_simulated:\n  b 1f\n1:\n  ret\n"
     ".size pmcprof_calibration_simulated, .-pmcprof_calibration_simulated\n");
-extern "C" void pmcprof_calibration_simulated(const char*, const char*);
+extern "C" void pmcprof_calibration_simulated();
 // Their unprobed twins (see the x86 ones).
 asm(".text\n.globl pmcprof_calibration_stepped_twin\n"
     ".type pmcprof_calibration_stepped_twin, @function\n"
@@ -63,36 +62,24 @@ asm(".text\n.globl pmcprof_calibration_simulated_twin\n"
     ".type pmcprof_calibration_simulated_twin, @function\n"
     "pmcprof_calibration_simulated_twin:\n  b 1f\n1:\n  ret\n"
     ".size pmcprof_calibration_simulated_twin, .-pmcprof_calibration_simulated_twin\n");
-extern "C" void pmcprof_calibration_simulated_twin(const char*, const char*);
+extern "C" void pmcprof_calibration_simulated_twin();
 constexpr std::uint64_t kUsdtSiteBytes = 4;
 #else
 #error "pmcprof's uprobe calibration targets exist for x86-64 and arm64"
 #endif
-extern "C" void pmcprof_calibration_stepped(const char*, const char*);
-extern "C" void pmcprof_calibration_usdt(const char*, const char*);
-extern "C" void pmcprof_calibration_stepped_twin(const char*, const char*);
-extern "C" void pmcprof_calibration_usdt_twin(const char*, const char*);
-
-using CalibrationFn = void (*)(const char*, const char*);
-
-// What the calibration target is called with: the strings a run's --by argN:str reads at its
-// start when it keys calls (calibration_key_spec), of a length Python's file and function
-// names have. calibrate() reads them before any probe fires: BPF cannot fault a page in, and a
-// read that fails takes a slower path than the run's own keys.
-extern "C" {
-__attribute__((used)) const char pmcprof_calibration_key0[] =
-    "/usr/lib/python3/dist-packages/module.py";
-__attribute__((used)) const char pmcprof_calibration_key1[] = "function_name";
-}
+extern "C" void pmcprof_calibration_stepped();
+extern "C" void pmcprof_calibration_usdt();
+extern "C" void pmcprof_calibration_stepped_twin();
+extern "C" void pmcprof_calibration_usdt_twin();
 
 // The calibration target's caller: calls it (or makes the syscall) `k` times. Probed under
 // the outer calibration id, with and without the target probed, it measures what a probed
 // call costs the call it is nested in.
-extern "C" __attribute__((noinline, used)) void pmcprof_calibration_outer(CalibrationFn fn, long nr,
+extern "C" __attribute__((noinline, used)) void pmcprof_calibration_outer(void (*fn)(), long nr,
                                                                           int k) {
   for (int i = 0; i < k; ++i) {
     if (fn)
-      fn(pmcprof_calibration_key0, pmcprof_calibration_key1);
+      fn();
     else
       syscall(nr);
   }
@@ -172,8 +159,8 @@ bool enough_samples(const std::vector<FuncObject::CalibrationSample>& samples,
 }
 
 struct UprobeTarget {
-  CalibrationFn fn;
-  CalibrationFn twin;  // the same code, never probed
+  void (*fn)();
+  void (*twin)();  // the same code, never probed
   std::uint64_t own_instructions;
   const char* text;
 };
@@ -243,8 +230,8 @@ struct CalibrationProbe {
   FuncObject::FentryAttachment fentry;
   std::string probed;
   std::uint64_t own_instructions = 0;
-  CalibrationFn call = nullptr;
-  CalibrationFn twin = nullptr;  // `call`'s unprobed twin (user-space targets)
+  void (*call)() = nullptr;
+  void (*twin)() = nullptr;  // `call`'s unprobed twin (user-space targets)
   long syscall_nr = -1;
 };
 
@@ -264,9 +251,7 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
       p.own_instructions = t.own_instructions;
       p.call = t.fn;
       p.twin = t.twin;
-      if (attach)
-        p.links = object.attach_uprobe(probe_cookie(id, req.key_slot), where->path,
-                                       where->file_offset, ::getpid());
+      if (attach) p.links = object.attach_uprobe(id, where->path, where->file_offset, ::getpid());
       break;
     }
     case ProbeBackend::kprobe:
@@ -303,7 +288,7 @@ CalibrationProbe attach_probe(const FuncObject& object, const CalibrationRequest
       p.links.push_back(object.attach_user(ProbeRole::exit, id, where->path,
                                            where->file_offset + kUsdtSiteBytes, 0, false,
                                            ::getpid()));
-      p.links.push_back(object.attach_user(ProbeRole::entry, probe_cookie(id, req.key_slot, true),
+      p.links.push_back(object.attach_user(ProbeRole::entry, probe_cookie(id, {}, true),
                                            where->path, where->file_offset, 0, false, ::getpid()));
       break;
     }
@@ -323,7 +308,7 @@ constexpr int kNested = 4;  // target calls per call of the outer function
 
 // Calls the outer function kCalls times, each calling the target kNested times.
 void make_outer_calls(const CalibrationProbe& p) {
-  void (*volatile outer)(CalibrationFn, long, int) = pmcprof_calibration_outer;
+  void (*volatile outer)(void (*)(), long, int) = pmcprof_calibration_outer;
   for (int i = 0; i < kCalls; ++i) outer(p.call, p.syscall_nr, kNested);
 }
 
@@ -427,7 +412,7 @@ void set_enclosed(ProbeBias& bias, const SampleStats& with, const SampleStats& a
 // unprobed twin (kNested calls each): sample 2j is a call with the target, 2j + 1 the same
 // call without it, made right after, under the same load and cache state.
 void make_outer_pairs(const CalibrationProbe& p) {
-  void (*volatile outer)(CalibrationFn, long, int) = pmcprof_calibration_outer;
+  void (*volatile outer)(void (*)(), long, int) = pmcprof_calibration_outer;
   for (int i = 0; i < kCalls / 2; ++i) {
     outer(p.call, p.syscall_nr, kNested);
     outer(p.twin, p.syscall_nr, kNested);
@@ -514,10 +499,10 @@ namespace {
 
 void make_calls(const CalibrationProbe& p) {
   // Through a volatile pointer: the calls must happen, and not be inlined away.
-  volatile CalibrationFn fn = p.call;
+  void (*volatile fn)() = p.call;
   for (int i = 0; i < kCalls; ++i) {
     if (fn)
-      fn(pmcprof_calibration_key0, pmcprof_calibration_key1);
+      fn();
     else
       syscall(p.syscall_nr);
   }
@@ -588,27 +573,7 @@ std::vector<BpfLink> attach_outer(const FuncObject& object, const CalibrationReq
 
 }  // namespace
 
-KeySpec calibration_key_spec(const std::vector<KeyArg>& run_args) {
-  KeySpec spec;
-  for (unsigned i = 0; i < run_args.size(); ++i) {
-    ArgSpec s;
-    s.kind = ArgSpec::Kind::reg;
-    s.reg_off = abi_arg_offset(i).value_or(0);
-    s.is_string = run_args[i].string;
-    s.user = true;
-    spec.push_back(s);
-  }
-  return spec;
-}
-
 ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, LinkReaper& reaper) {
-  // The key strings' page is in memory before a probe reads them (BPF cannot fault it in).
-  if (req.key_slot) {
-    const char* volatile key0 = pmcprof_calibration_key0;
-    const char* volatile key1 = pmcprof_calibration_key1;
-    volatile char sink = static_cast<char>(key0[0] ^ key1[0]);
-    (void)sink;
-  }
   ProbeBias bias;
   bias.backend = req.backend;
   if (req.backend == ProbeBackend::uprobe) bias.start = req.start;

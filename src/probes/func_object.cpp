@@ -154,13 +154,10 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   size_map(skel->maps.deep_frames, config.max_deep_frames);
   // Keyed sums: per function, its cgroups (--by cgroup), or its max_keys argument keys, its
   // "other" key and room for the keys two CPUs add at once (--by argN).
-  // --by argN: the calibration target's calls are summed as a run's are, under its id
-  // (n_funcs) and one key (hashing it is part of their cost to the calls around them): one
-  // more key, never read. Otherwise the calibration ids never reach the aggregation.
   const std::size_t keys =
       config.n_funcs * (by_args ? config.max_keys + 1 : config.max_cgroup_keys) +
-      (by_args ? 1 + std::min<std::size_t>(config.n_funcs * config.max_keys, std::size_t{2} * 64)
-               : 0);
+      (by_args ? std::min<std::size_t>(config.n_funcs * config.max_keys, std::size_t{2} * 64) : 0);
+  // The calibration id never reaches the aggregation (its calls go to `calib`).
   create_map(skel->maps.aggs, kernel_agg && !keyed ? at_least_one(config.n_funcs) : 0);
   create_map(skel->maps.hists, kernel_agg && !keyed ? at_least_one(config.n_funcs) * n_hists : 0);
   create_map(skel->maps.hist_carry,
@@ -521,7 +518,6 @@ std::vector<KernelAggregate> FuncObject::read_scalars() const {
   while (bpf_map_get_next_key(agg_fd, prev, &next) == 0) {
     key = next;
     prev = &key;
-    if (key.func_id >= config_.n_funcs) continue;  // the calibration target's
     KernelAggregate ka;
     ka.func_id = key.func_id;
     ka.cgroup_id = key.cgroup_id;

@@ -68,10 +68,9 @@ class KeySlots {
   const std::vector<KeyArg>& args() const { return args_; }
   std::optional<std::size_t> add(KeySpec spec) {
     if (args_.empty()) return std::nullopt;
-    // (the last slot is the calibration target's: calibration_key_spec)
-    if (out_.key_specs.size() >= PMCPROF_MAX_KEY_SLOTS - 1)
+    if (out_.key_specs.size() >= PMCPROF_MAX_KEY_SLOTS)
       throw UserError("too many probe sites read --by arguments (at most " +
-                      std::to_string(PMCPROF_MAX_KEY_SLOTS - 1) + ")");
+                      std::to_string(PMCPROF_MAX_KEY_SLOTS) + ")");
     for (std::size_t i = 0; i < spec.size() && i < out_.key_signed.size(); ++i)
       if (spec[i].is_signed && !spec[i].is_string) out_.key_signed[i] = true;
     out_.key_specs.push_back(std::move(spec));

@@ -205,8 +205,6 @@ struct FunctionSession::State {
         fstats_prev(points.size() + 1) {
     for (std::size_t slot = 0; slot < resolved.key_specs.size(); ++slot)
       object.set_key_spec(slot, resolved.key_specs[slot]);
-    if (calibration_key_slot())
-      object.set_key_spec(*calibration_key_slot(), calibration_key_spec(plan.key_args));
     if (follow_tgids()) object.track(workload ? workload->pid() : *plan.pid);
     if (plan.by == Breakdown::cgroup) cgroup_names.emplace(cgroup2_mount_point());
     if (agg != AggregateChoice::kernel) {
@@ -219,12 +217,6 @@ struct FunctionSession::State {
   }
 
   bool follow_tgids() const { return !plan.system_wide && (workload || plan.pid); }
-
-  // --by argN: the key spec slot of the calibration target's start, after the run's own.
-  std::optional<std::size_t> calibration_key_slot() const {
-    if (plan.key_args.empty()) return std::nullopt;
-    return resolved.key_specs.size();
-  }
 
   // What the stream's records carry: the caller only for a --by that splits on it.
   RecordShape record_shape() const {
@@ -260,7 +252,7 @@ struct FunctionSession::State {
     c.compensate = plan.compensate;
     c.n_key_args = plan.key_args.size();
     c.max_keys = plan.max_keys;
-    c.key_slots = resolved.key_specs.size() + (calibration_key_slot() ? 1 : 0);
+    c.key_slots = resolved.key_specs.size();
     // Many user-space points go through multi-uprobe links, a few through perf-event uprobes
     // (FuncObjectConfig::uprobe_multi).
     std::size_t user_points = 0;
@@ -475,9 +467,6 @@ struct FunctionSession::State {
     // Without nesting no figure for nested probes is needed: that saves the calibration's own
     // uprobe pair, whose detach waits a grace period each.
     req.nested = calls_can_nest();
-    if (calibration_key_slot() &&
-        (backend == ProbeBackend::uprobe || backend == ProbeBackend::usdt))
-      req.key_slot = calibration_key_slot();
     biases.push_back(pmcprof::calibrate(object, req, reaper));
     if (biases.back().subtracted)
       for (auto id : ids) bias_of[id] = biases.size() - 1;

@@ -228,22 +228,6 @@ TEST(Calibration, NestedCostIsTheMedianOfPairedDifferences) {
   EXPECT_EQ(two.enclosed_noise, (std::vector<std::uint64_t>{0, 45000, 45000}));
 }
 
-TEST(Calibration, KeySpecMirrorsTheRunsKeyArguments) {
-  // --by arg3:str,arg0: the calibration target's start reads a string and then an integer, as
-  // the run's starts do, from the first two argument registers (where pmcprof passes them).
-  const KeySpec spec = calibration_key_spec({{3, true}, {0, false}});
-  ASSERT_EQ(spec.size(), 2u);
-  for (unsigned i = 0; i < 2; ++i) {
-    EXPECT_EQ(spec[i].kind, ArgSpec::Kind::reg) << i;
-    EXPECT_EQ(spec[i].reg_off, abi_arg_offset(i).value()) << i;
-    EXPECT_EQ(spec[i].size, 8) << i;
-    EXPECT_TRUE(spec[i].user) << i;
-  }
-  EXPECT_TRUE(spec[0].is_string);
-  EXPECT_FALSE(spec[1].is_string);
-  EXPECT_TRUE(calibration_key_spec({}).empty());
-}
-
 TEST(Calibration, NestedCostNeverBelowZeroAndNeedsACountedPair) {
   // The target cheaper than its twin (noise): 0, not a negative cost or a wrapped one.
   std::vector<SamplePair> pairs = {{calibration_sample(900, 10), calibration_sample(1000, 12)}};

@@ -90,16 +90,7 @@ struct CalibrationRequest {
   // Whether a call of the run can enclose another probed call, so that what a probed call
   // costs its caller is needed (not when every target is a syscall: syscalls do not nest).
   bool nested = true;
-  // --by argN: the key spec slot holding calibration_key_spec(the run's key arguments). A
-  // user-space target's start then reads a key and its calls are summed under it, as the run's
-  // keyed calls are: part of what each costs the calls around it (~0.7 us a call here).
-  std::optional<std::size_t> key_slot;
 };
-
-// The key spec of the calibration target's start for a run keyed by `run_args`: each argument
-// of the same kind (a string or an integer), from the calling convention's argument registers,
-// where pmcprof passes strings of the length Python's file and function names have.
-KeySpec calibration_key_spec(const std::vector<KeyArg>& run_args);
 
 // Calibrates on `object` (counters enabled, nothing else attached for the calibration id)
 // and, when compensating (and the backend allows it), sets the bias of `func_ids`. Never
