@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "pmcprof/cli/commands.hpp"
+#include "pmcprof/platform/system.hpp"
 #include "pmcprof/run/workload.hpp"
 
 // First of all, before main() and before other static initializers (priority 101 is the
@@ -12,6 +13,7 @@ __attribute__((constructor(101))) static void take_stop_signals_first() {
 }
 
 int main(int argc, char** argv) {
+  pmcprof::prepare_heap();
   try {
     return pmcprof::run_cli(argc, argv);
   } catch (const std::exception& e) {

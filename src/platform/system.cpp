@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <malloc.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -19,6 +21,25 @@
 #include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
+
+void prepare_heap() {
+  constexpr int kStep = 16 << 20;            // heap growth per sbrk (and what a free keeps)
+  constexpr std::uintptr_t kHuge = 2 << 20;  // a transparent huge page (x86-64, arm64 4K)
+  // Large blocks (libbpf's BTF buffers) from the heap, not a fresh mmap each time (2 x kStep:
+  // glibc's largest threshold). A refused setting leaves glibc's default: nothing to undo.
+  (void)mallopt(M_MMAP_THRESHOLD, 2 * kStep);
+  (void)mallopt(M_TRIM_THRESHOLD, 4 * kStep);
+  (void)mallopt(M_TOP_PAD, kStep);
+  const auto before = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  // Grows the heap by about 2 x kStep, kept (under the trim threshold). Volatile: a compiler
+  // may drop a malloc whose block is only freed.
+  void* volatile block = malloc(kStep);
+  free(block);
+  const auto after = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  const std::uintptr_t start = (before + kHuge - 1) & ~(kHuge - 1), end = after & ~(kHuge - 1);
+  // A refusal (THP off, an old kernel) leaves 4 KiB pages: slower start-up, nothing else.
+  if (end > start) (void)madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+}
 
 std::optional<std::string> read_file(const std::string& path) {
   std::ifstream in(path);

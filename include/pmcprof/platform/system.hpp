@@ -11,6 +11,13 @@
 
 namespace pmcprof {
 
+// Start-up allocates in bursts: each BPF object's load has libbpf read and index the kernel's
+// BTF (5 MiB here, ~15 MiB allocated and freed), and page faults cost tens of microseconds
+// each on some VMs (40-90 ms of a run's start-up on this one). So the heap grows in large steps
+// on transparent huge pages where the kernel allows them (THP "madvise" or "always"), and
+// keeps what it frees. Called first thing in main(); harmless where THP is off.
+void prepare_heap();
+
 // Whole file as a string; nullopt when it cannot be opened.
 std::optional<std::string> read_file(const std::string& path);
 
