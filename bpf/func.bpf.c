@@ -350,6 +350,7 @@ __u64 noise[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {}; /* the floor beside
 __u32 cost_class[PMCPROF_COST_CLASS_SLOTS] = {};
 __u64 enclosed[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {};
 __u64 enclosed_noise[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {}; /* its spread */
+__u64 enclosed_tail[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {};  /* and its tail */
 struct pmcprof_calib_sample calib_outer[PMCPROF_CALIB_CALLS] = {};
 __u32 calib_outer_count = 0;
 
@@ -1280,12 +1281,15 @@ static __always_inline __u64 nested_cost(const __u32 *n, __u32 slot) {
   return cost / 2;
 }
 
-/* ... and the spread of that (the noise floor grows with the probed calls inside). */
-static __always_inline __u64 nested_noise(const __u32 *n, __u32 slot) {
-  __u64 noise_sum = 0;
-  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
-    noise_sum += (__u64)n[c] * enclosed_noise[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
-  return noise_sum / 2;
+/* ... and its noise (what the noise floor grows by with the probed calls inside): per class,
+ * the tail per call times the calls, the spread times the root of the calls (`root`). */
+static __always_inline __u64 nested_noise(const __u32 *n, const __u32 *root, __u32 slot) {
+  __u64 tail = 0, spread = 0;
+  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) {
+    tail += (__u64)n[c] * enclosed_tail[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
+    spread += (__u64)root[c] * enclosed_noise[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
+  }
+  return tail / 2 + spread;
 }
 
 /* The call's per-event deltas, and which events ran through it (measured) or in part, less
@@ -1299,16 +1303,19 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   const bool comp = compensate && !is_calibration(fid);
   /* Probed calls entered inside this one, per cost class, in halves of a probe pair (their
    * probes' cost is in it). */
-  __u32 n[PMCPROF_COST_CLASSES];
-  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) n[c] = t->nested[c] - f->nested[c];
+  __u32 n[PMCPROF_COST_CLASSES], root[PMCPROF_COST_CLASSES];
+  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) {
+    n[c] = t->nested[c] - f->nested[c];
+    root[c] = comp && n[c] ? pmcprof_sqrt_up(n[c] / 2 + (n[c] & 1)) : 0; /* calls: halves / 2 */
+  }
   if (comp) {
     rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL] + nested_cost(n, PMCPROF_BIAS_WALL);
     if ((__s64)rec->wall_ns <
-        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, PMCPROF_BIAS_WALL)))
+        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, root, PMCPROF_BIAS_WALL)))
       rec->flags |= PMCPROF_REC_WALL_UNDER_FLOOR;
     rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU] + nested_cost(n, PMCPROF_BIAS_ONCPU);
     if ((__s64)rec->oncpu_ns <
-        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, PMCPROF_BIAS_ONCPU)))
+        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, root, PMCPROF_BIAS_ONCPU)))
       rec->flags |= PMCPROF_REC_ONCPU_UNDER_FLOOR;
   }
   /* The masks are built in the record (volatile: read back from memory each time), not in
@@ -1330,7 +1337,7 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
     __u64 d = t->acc[i] - f->v_start[i];
     if (comp) {
       d -= bias[fid][i] + nested_cost(n, i);
-      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, i))) *under |= 1u << i;
+      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, root, i))) *under |= 1u << i;
     }
     rec->delta[i] = d;
     if (t->gaps[i] == f->gaps[i]) *measured |= 1u << i;

@@ -139,6 +139,17 @@ static __always_inline __u32 pmcprof_log2(__u64 v) {
   return (__u32)r;
 }
 
+/* ceil(sqrt(k)), branch-free (as pmcprof_log2): the floor root bit by bit, a bit kept when
+ * its square fits (k - t * t does not wrap), then 1 more when the root's square is short. */
+static __always_inline __u32 pmcprof_sqrt_up(__u32 k) {
+  __u64 r = 0;
+  for (int b = 15; b >= 0; b--) {
+    __u64 t = r | (1ull << b);
+    r |= (1ull << b) * (1 - (((__u64)k - t * t) >> 63));
+  }
+  return (__u32)(r + ((r * r - (__u64)k) >> 63));
+}
+
 /* Bucket of v: exact below 128, then PMCPROF_HIST_PER_OCTAVE buckets per power of two. */
 static __always_inline __u32 pmcprof_hist_bucket(__u64 v) {
   if (v < PMCPROF_HIST_EXACT) return (__u32)v;
@@ -517,6 +528,9 @@ struct pmcprof_func_stats {
  * and without the target probed); every call loses that cost once per probed call entered
  * inside it, besides its own bias. */
 #define PMCPROF_COST_CLASSES 4
+/* Their noise, per nested call: a spread, which varies from call to call (k calls inside add
+ * ceil(sqrt(k)) times it to a call's noise floor), and a tail (a few slow calls the median
+ * leaves out: k calls add k times it). */
 /* The noise floor beside each bias (same slots): the spread of the calibration's samples
  * (their 90th less their 10th percentile). A compensated value below it is flagged. */
 

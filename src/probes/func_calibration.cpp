@@ -333,8 +333,17 @@ std::vector<FuncObject::CalibrationSample> sample_rounds(const FuncObject& objec
 struct SampleStats {
   std::size_t seen = 0, counted = 0;
   std::vector<std::optional<std::uint64_t>> events, events_spread;
+  std::vector<double> events_mean;
   std::uint64_t wall = 0, oncpu = 0, wall_spread = 0, oncpu_spread = 0;
+  double wall_mean = 0, oncpu_mean = 0;
 };
+
+template <class T>
+double mean_of(const std::vector<T>& v) {
+  double sum = 0;
+  for (T x : v) sum += static_cast<double>(x);
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
 
 SampleStats sample_stats(const std::vector<FuncObject::CalibrationSample>& samples,
                          std::size_t n_events) {
@@ -354,7 +363,10 @@ SampleStats sample_stats(const std::vector<FuncObject::CalibrationSample>& sampl
   st.oncpu = median(oncpu).value_or(0);
   st.wall_spread = spread(wall).value_or(0);
   st.oncpu_spread = spread(oncpu).value_or(0);
+  st.wall_mean = mean_of(wall);
+  st.oncpu_mean = mean_of(oncpu);
   for (auto& v : per_event) {
+    st.events_mean.push_back(mean_of(v));
     st.events.push_back(median(v));
     st.events_spread.push_back(spread(std::move(v)));
   }
@@ -362,21 +374,27 @@ SampleStats sample_stats(const std::vector<FuncObject::CalibrationSample>& sampl
 }
 
 // How much the outer function's calls with the target probed exceed those without (kNested
-// target calls inside each), and the spread of that figure.
+// target calls inside each), the spread of that figure, and its tail (mean less median).
 struct EnclosedDiff {
   std::optional<std::int64_t> diff;  // nullopt: not measured both ways
   std::uint64_t spread = 0;
+  double tail = 0;
 };
+
+// The tail per target call: never below 0 (a mean under the median: no slow calls to allow for).
+std::uint64_t tail_per_call(double tail) {
+  return tail > 0 ? static_cast<std::uint64_t>(std::llround(tail / kNested)) : 0;
+}
 
 std::int64_t signed_diff(std::uint64_t with, std::uint64_t alone) {
   return static_cast<std::int64_t>(with) - static_cast<std::int64_t>(alone);
 }
 
 // Stores what a probed call costs the call it is nested in, per target call: each difference
-// (never below 0) and its spread, per event, then wall (at most the on-CPU cost) and on-CPU;
-// the wall slot's noise is the on-CPU spread.
+// (never below 0), its spread and its tail, per event, then wall (at most the on-CPU cost) and
+// on-CPU; the wall slot's noise is the on-CPU one (`oncpu`'s spread and tail).
 void store_enclosed(ProbeBias& bias, const std::vector<EnclosedDiff>& events,
-                    std::int64_t wall_diff, std::int64_t oncpu_diff, std::uint64_t oncpu_spread) {
+                    std::int64_t wall_diff, const EnclosedDiff& oncpu) {
   auto per_call = [](std::int64_t d) {
     return d > 0 ? static_cast<std::uint64_t>(d) / kNested : 0;
   };
@@ -387,25 +405,38 @@ void store_enclosed(ProbeBias& bias, const std::vector<EnclosedDiff>& events,
   for (const auto& e : events) {
     bias.enclosed.push_back(e.diff ? std::optional(per_call(*e.diff)) : std::nullopt);
     bias.enclosed_noise.push_back(one(e.spread));
+    bias.enclosed_tail.push_back(tail_per_call(e.tail));
   }
-  bias.enclosed_oncpu_ns = per_call(oncpu_diff);
+  bias.enclosed_oncpu_ns = per_call(oncpu.diff.value_or(0));
   bias.enclosed_wall_ns = std::min(per_call(wall_diff), bias.enclosed_oncpu_ns);
-  bias.enclosed_noise.push_back(one(oncpu_spread));
-  bias.enclosed_noise.push_back(one(oncpu_spread));
+  for (int slot = 0; slot < 2; ++slot) {  // wall, on-CPU
+    bias.enclosed_noise.push_back(one(oncpu.spread));
+    bias.enclosed_tail.push_back(tail_per_call(oncpu.tail));
+  }
 }
 
 // From sequential samples: the outer function's medians with the target probed less without;
-// the spread is that of the samples with it.
+// the spread is that of the samples with it, the tail what their mean exceeds their median by
+// more than the samples' without.
 void set_enclosed(ProbeBias& bias, const SampleStats& with, const SampleStats& alone) {
   if (with.counted == 0 || alone.counted == 0) return;
+  auto tail = [](double mean_with, std::uint64_t median_with, double mean_alone,
+                 std::uint64_t median_alone) {
+    return (mean_with - static_cast<double>(median_with)) -
+           (mean_alone - static_cast<double>(median_alone));
+  };
   std::vector<EnclosedDiff> events;
-  for (std::size_t i = 0; i < with.events.size() && i < alone.events.size(); ++i)
-    events.push_back({with.events[i] && alone.events[i]
-                          ? std::optional(signed_diff(*with.events[i], *alone.events[i]))
-                          : std::nullopt,
-                      with.events_spread[i].value_or(0)});
+  for (std::size_t i = 0; i < with.events.size() && i < alone.events.size(); ++i) {
+    const bool both = with.events[i] && alone.events[i];
+    events.push_back(
+        {both ? std::optional(signed_diff(*with.events[i], *alone.events[i])) : std::nullopt,
+         with.events_spread[i].value_or(0),
+         both ? tail(with.events_mean[i], *with.events[i], alone.events_mean[i], *alone.events[i])
+              : 0});
+  }
   store_enclosed(bias, events, signed_diff(with.wall, alone.wall),
-                 signed_diff(with.oncpu, alone.oncpu), with.oncpu_spread);
+                 {signed_diff(with.oncpu, alone.oncpu), with.oncpu_spread,
+                  tail(with.oncpu_mean, with.oncpu, alone.oncpu_mean, alone.oncpu)});
 }
 
 // Calls the outer function kCalls times, alternately with the probed target and with its
@@ -457,16 +488,24 @@ std::vector<SamplePair> sample_pairs(const FuncObject& object, const Calibration
   return pairs;
 }
 
-// The median and spread (as spread()) of signed values; nullopt when there are none.
+// The median, spread (as spread()) and mean of signed values; nullopt when there are none.
 struct SignedStats {
   std::int64_t median = 0, spread = 0;
+  double mean = 0;
 };
 
 std::optional<SignedStats> signed_stats(std::vector<std::int64_t> v) {
   if (v.empty()) return std::nullopt;
   std::sort(v.begin(), v.end());
   return SignedStats{v[v.size() / 2],
-                     v[percentile_rank(v.size(), 0.9)] - v[percentile_rank(v.size(), 0.1)]};
+                     v[percentile_rank(v.size(), 0.9)] - v[percentile_rank(v.size(), 0.1)],
+                     mean_of(v)};
+}
+
+// A difference's figures: its median, spread and tail (mean less median).
+EnclosedDiff enclosed_diff(const SignedStats& st) {
+  return {st.median, static_cast<std::uint64_t>(st.spread),
+          st.mean - static_cast<double>(st.median)};
 }
 
 }  // namespace
@@ -489,10 +528,9 @@ void set_enclosed_from_pairs(ProbeBias& bias, const std::vector<SamplePair>& pai
   std::vector<EnclosedDiff> events;
   for (auto& v : per_event) {
     const auto st = signed_stats(std::move(v));
-    events.push_back(st ? EnclosedDiff{st->median, static_cast<std::uint64_t>(st->spread)}
-                        : EnclosedDiff{});
+    events.push_back(st ? enclosed_diff(*st) : EnclosedDiff{});
   }
-  store_enclosed(bias, events, wa->median, on->median, static_cast<std::uint64_t>(on->spread));
+  store_enclosed(bias, events, wa->median, enclosed_diff(*on));
 }
 
 namespace {

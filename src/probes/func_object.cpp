@@ -659,9 +659,11 @@ static_assert(FuncObject::kCostClasses == PMCPROF_COST_CLASSES);
 
 void FuncObject::set_class_cost(std::uint32_t cost_class,
                                 const std::vector<std::uint64_t>& enclosed,
-                                const std::vector<std::uint64_t>& noise) const {
+                                const std::vector<std::uint64_t>& noise,
+                                const std::vector<std::uint64_t>& tail) const {
   if (cost_class < 1 || cost_class > PMCPROF_COST_CLASSES) return;
   store_slots(skel_->bss->enclosed_noise[cost_class - 1], events_.size(), noise);
+  store_slots(skel_->bss->enclosed_tail[cost_class - 1], events_.size(), tail);
   store_slots(skel_->bss->enclosed[cost_class - 1], events_.size(), enclosed);
 }
 

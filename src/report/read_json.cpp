@@ -542,10 +542,13 @@ ProbeBiasRow read_bias(const Ctx& c, const ojson& o, const std::string& path,
   if (const ojson* nested = find(o, "nested")) {
     const std::string np = member(path, "nested");
     object_at(c, *nested, np);
-    b.nested = ProbeBiasRow::Nested{
-        read_bias_events(c, *nested, np, r), opt_num(c, *nested, np, "wall_ns").value_or(0),
-        opt_num(c, *nested, np, "oncpu_ns").value_or(0), opt_num(c, *nested, np, "wall_floor_ns"),
-        opt_num(c, *nested, np, "oncpu_floor_ns")};
+    b.nested = ProbeBiasRow::Nested{read_bias_events(c, *nested, np, r),
+                                    opt_num(c, *nested, np, "wall_ns").value_or(0),
+                                    opt_num(c, *nested, np, "oncpu_ns").value_or(0),
+                                    opt_num(c, *nested, np, "wall_floor_ns"),
+                                    opt_num(c, *nested, np, "oncpu_floor_ns"),
+                                    opt_num(c, *nested, np, "wall_tail_ns"),
+                                    opt_num(c, *nested, np, "oncpu_tail_ns")};
     b.nested_subtracted = boolean_or(c, *nested, np, "subtracted");
   }
   return b;

@@ -57,7 +57,8 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
   if (d.estimated)
     cells += "  (estimated: " + format_grouped(static_cast<double>(d.measured), 0) + " of " +
              format_grouped(static_cast<double>(calls), 0) + " calls measured)";
-  // A call's floor is the row's and, per probed call nested in it, that probe's spread.
+  // A call's floor is the row's and, for k probed calls nested in it, ceil(sqrt(k)) times
+  // their spread and k times their tail.
   if (d.noise_floor && (any_flag || d.under_floor > 0))
     cells += "  (*: below the noise floor, " + format_amount(*d.noise_floor, unit, false) +
              " and more with probed calls inside: " +
@@ -426,6 +427,8 @@ ojson report_json(const FunctionReport& r, const char* type) {
         nj["oncpu_ns"] = json_number(b.nested->oncpu_ns);
         if (b.nested->wall_floor_ns) nj["wall_floor_ns"] = json_number(*b.nested->wall_floor_ns);
         if (b.nested->oncpu_floor_ns) nj["oncpu_floor_ns"] = json_number(*b.nested->oncpu_floor_ns);
+        if (b.nested->wall_tail_ns) nj["wall_tail_ns"] = json_number(*b.nested->wall_tail_ns);
+        if (b.nested->oncpu_tail_ns) nj["oncpu_tail_ns"] = json_number(*b.nested->oncpu_tail_ns);
         for (const auto& e : b.nested->events)
           nev[e.event] = e.per_call ? json_number(*e.per_call) : ojson(nullptr);
         nj["events"] = std::move(nev);

@@ -493,7 +493,7 @@ struct FunctionSession::State {
       it = cost_class_of.emplace(index, c).first;
       // The class's cost, for the points that carry it in their cookies (count_hit).
       const ProbeBias& b = biases[index];
-      object.set_class_cost(c, enclosed_values(b), b.enclosed_noise);
+      object.set_class_cost(c, enclosed_values(b), b.enclosed_noise, b.enclosed_tail);
     }
     return it->second;
   }
@@ -547,11 +547,15 @@ struct FunctionSession::State {
         row.nested =
             ProbeBiasRow::Nested{events_of(b.enclosed), static_cast<double>(b.enclosed_wall_ns),
                                  static_cast<double>(b.enclosed_oncpu_ns)};
-        // enclosed_noise: per BPF event, then wall, then on-CPU (as enclosed_values): the
-        // last two, whatever the number of events.
+        // enclosed_noise and _tail: per BPF event, then wall, then on-CPU (as
+        // enclosed_values): the last two, whatever the number of events.
         if (const auto& noise = b.enclosed_noise; noise.size() >= 2) {
           row.nested->wall_floor_ns = static_cast<double>(noise[noise.size() - 2]);
           row.nested->oncpu_floor_ns = static_cast<double>(noise.back());
+        }
+        if (const auto& tail = b.enclosed_tail; tail.size() >= 2) {
+          row.nested->wall_tail_ns = static_cast<double>(tail[tail.size() - 2]);
+          row.nested->oncpu_tail_ns = static_cast<double>(tail.back());
         }
         row.nested_subtracted = plan.compensate;
       }

@@ -221,11 +221,16 @@ TEST(Calibration, NestedCostIsTheMedianOfPairedDifferences) {
   // Noise: the differences' spread over sqrt(4). One interrupted pair in ten is outside the
   // middle 80 %: none. Two are not (p90 lands on 130,000, p10 on 40,000).
   EXPECT_EQ(b.enclosed_noise, (std::vector<std::uint64_t>{0, 0, 0}));
+  // Tail: what the mean exceeds the median by, per call. The median leaves the interrupted
+  // pair out; the mean of the ten on-CPU differences is 49,000: 9,000 over 4 calls. The
+  // instruction differences have no tail.
+  EXPECT_EQ(b.enclosed_tail, (std::vector<std::uint64_t>{0, 2250, 2250}));
   pairs.emplace_back(calibration_sample(145000, 1008), calibration_sample(15000, 1000));
   ProbeBias two;
   set_enclosed_from_pairs(two, pairs, 1);
   EXPECT_EQ(two.enclosed_oncpu_ns, 10000u);
   EXPECT_EQ(two.enclosed_noise, (std::vector<std::uint64_t>{0, 45000, 45000}));
+  EXPECT_EQ(two.enclosed_tail, (std::vector<std::uint64_t>{0, 4091, 4091}));  // 16,364 / 4
 }
 
 TEST(Calibration, NestedCostNeverBelowZeroAndNeedsACountedPair) {
@@ -236,6 +241,7 @@ TEST(Calibration, NestedCostNeverBelowZeroAndNeedsACountedPair) {
   ASSERT_TRUE(b.nested_calibrated);
   EXPECT_EQ(b.enclosed_oncpu_ns, 0u);
   EXPECT_EQ(b.enclosed[0], 0u);
+  EXPECT_EQ(b.enclosed_tail, (std::vector<std::uint64_t>{0, 0, 0}));
   // No pair whose two calls were counted: nothing is calibrated (the report says why not).
   ProbeBias none;
   set_enclosed_from_pairs(none,

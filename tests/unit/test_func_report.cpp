@@ -1018,7 +1018,9 @@ FunctionReport both_report() {
                                        5900,
                                        5900,
                                        450,
-                                       450};
+                                       450,
+                                       120,
+                                       120};
   uprobe.nested_subtracted = true;
   ProbeBiasRow kprobe;
   kprobe.backend = "kprobe";
@@ -1067,6 +1069,8 @@ TEST(FuncReportBoth, JsonIsOneDocumentWithTheKernelView) {
   EXPECT_EQ(ub["nested"]["oncpu_ns"], 5900);
   EXPECT_EQ(ub["nested"]["wall_floor_ns"], 450);
   EXPECT_EQ(ub["nested"]["oncpu_floor_ns"], 450);
+  EXPECT_EQ(ub["nested"]["wall_tail_ns"], 120);
+  EXPECT_EQ(ub["nested"]["oncpu_tail_ns"], 120);
   EXPECT_EQ(j["probe_bias"][1]["calibrated"], false);
   EXPECT_EQ(j["probe_bias"][1]["why_not"], "bpf_fentry_test1 not found");
   const json& t = j["functions"][1];

@@ -171,6 +171,36 @@ TEST(Log2, MatchesBitWidth) {
   }
 }
 
+// ---- pmcprof_sqrt_up: the noise floor of k nested calls grows as ceil(sqrt(k)) ----
+
+TEST(SqrtUp, SquaresAndNeighbours) {
+  EXPECT_EQ(pmcprof_sqrt_up(0), 0u);
+  EXPECT_EQ(pmcprof_sqrt_up(1), 1u);
+  EXPECT_EQ(pmcprof_sqrt_up(2), 2u);
+  EXPECT_EQ(pmcprof_sqrt_up(4), 2u);
+  EXPECT_EQ(pmcprof_sqrt_up(5), 3u);
+  for (std::uint64_t r = 2; r <= 65535; r += (r < 300 ? 1 : 97)) {
+    const auto sq = static_cast<std::uint32_t>(r * r);
+    EXPECT_EQ(pmcprof_sqrt_up(sq), r) << r << "^2";
+    EXPECT_EQ(pmcprof_sqrt_up(sq - 1), r) << r << "^2-1";
+    EXPECT_EQ(pmcprof_sqrt_up(sq + 1), r + 1) << r << "^2+1";
+  }
+  EXPECT_EQ(pmcprof_sqrt_up(65535u * 65535u), 65535u);
+  EXPECT_EQ(pmcprof_sqrt_up(std::numeric_limits<std::uint32_t>::max()), 65536u);
+}
+
+TEST(SqrtUp, MatchesTheRealRootRoundedUp) {
+  SplitMix rng{5};
+  for (int i = 0; i < 10000; ++i) {
+    const auto k = static_cast<std::uint32_t>(rng.next() >> (32 + rng.next() % 32));
+    const auto r = static_cast<std::uint64_t>(pmcprof_sqrt_up(k));
+    EXPECT_GE(r * r, k) << k;
+    if (r > 0) {
+      EXPECT_LT((r - 1) * (r - 1), k) << k;
+    }
+  }
+}
+
 // ---- pmcprof_hist_bucket vs Histogram::bucket_lower / bucket_upper ----
 // (test_histogram.cpp checks the buckets' widths, representatives and percentiles.)
 

@@ -70,10 +70,13 @@ struct ProbeBias {
   std::vector<std::optional<std::uint64_t>> enclosed;
   std::uint64_t enclosed_wall_ns = 0;
   std::uint64_t enclosed_oncpu_ns = 0;
-  // Its spread per nested call (the outer samples' spread, or the pairs' differences', over
-  // the square root of the target calls in each): added to the noise floor of a call per probed
-  // call inside it.
-  std::vector<std::uint64_t> enclosed_noise;  // per BPF event, wall, on-CPU
+  // Its noise per nested call, in two parts (per BPF event, wall, on-CPU). The spread (the
+  // outer samples' spread, or the pairs' differences', over the square root of the target
+  // calls in each) varies from call to call: k probed calls inside a call add the square root
+  // of k times it to the call's noise floor. The tail (the mean less the median, never below
+  // 0: a few calls much slower, which the median leaves out) adds up: k times it.
+  std::vector<std::uint64_t> enclosed_noise;
+  std::vector<std::uint64_t> enclosed_tail;
 };
 
 struct CalibrationRequest {
@@ -105,8 +108,8 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& request,
 std::vector<std::uint64_t> bias_values(const ProbeBias& bias);
 // The noise floors in the same order.
 std::vector<std::uint64_t> noise_values(const ProbeBias& bias);
-// What a nested probed call costs, in the same order (FuncObject::set_nested_cost); its
-// spread is `enclosed_noise`.
+// What a nested probed call costs, in the same order (FuncObject::set_class_cost); its
+// noise is `enclosed_noise` and `enclosed_tail`.
 std::vector<std::uint64_t> enclosed_values(const ProbeBias& bias);
 
 // Calls of the calibration's outer function (kNested = 4 target calls inside each) in pairs:
@@ -116,9 +119,9 @@ using SamplePair = std::pair<FuncObject::CalibrationSample, FuncObject::Calibrat
 // Sets what a probed call costs the call it is nested in (bias.enclosed*, nested_calibrated)
 // from such pairs: per event (of the pairs whose two calls it ran through), wall (every pair)
 // and on-CPU (the pairs whose two calls were counted), the median of the pairs' differences
-// per target call (never below 0), and their spread over sqrt(4) as the noise, which holds
-// whatever varied between the two calls of a pair (the load did not, much). Without a
-// counted pair nothing is set.
+// per target call (never below 0), their spread over sqrt(4) as the noise, which holds
+// whatever varied between the two calls of a pair (the load did not, much), and their mean
+// less their median per target call as the tail. Without a counted pair nothing is set.
 void set_enclosed_from_pairs(ProbeBias& bias, const std::vector<SamplePair>& pairs,
                              std::size_t n_events);
 

@@ -216,11 +216,12 @@ class FuncObject {
                 const std::vector<std::uint64_t>& noise) const;
   static constexpr std::uint32_t kCostClasses = 4;  // PMCPROF_COST_CLASSES
   // Cost class `cost_class` (1..kCostClasses): its probe pair costs an enclosing call
-  // `enclosed`, give or take `noise` (per BPF event, then wall, then on-CPU), taken off every
-  // call once per probed call of that class entered inside it (half per single probe hit:
-  // cost_cookie).
+  // `enclosed`, give or take `noise` and `tail` (per BPF event, then wall, then on-CPU: see
+  // ProbeBias::enclosed_noise), taken off every call once per probed call of that class
+  // entered inside it (half per single probe hit: cost_cookie).
   void set_class_cost(std::uint32_t cost_class, const std::vector<std::uint64_t>& enclosed,
-                      const std::vector<std::uint64_t>& noise) const;
+                      const std::vector<std::uint64_t>& noise,
+                      const std::vector<std::uint64_t>& tail) const;
   // Puts func_id's calls in a cost class (set_class_cost first).
   void set_cost_class(std::uint32_t func_id, std::uint32_t cost_class) const;
 

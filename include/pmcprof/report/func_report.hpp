@@ -171,10 +171,12 @@ struct ProbeBiasRow {
     std::vector<Event> events;
     double wall_ns = 0;
     double oncpu_ns = 0;
-    // What each probed call inside a call adds to that call's noise floor (the spread of the
-    // above): a call with k inside is flagged below its row's floor plus k times this.
+    // What probed calls inside a call add to that call's noise floor: the spread of the
+    // above per call (k calls inside add ceil(sqrt(k)) times it) and its tail (k times it).
     std::optional<double> wall_floor_ns;
     std::optional<double> oncpu_floor_ns;
+    std::optional<double> wall_tail_ns;
+    std::optional<double> oncpu_tail_ns;
   };
   std::optional<Nested> nested;
   bool nested_subtracted = false;
