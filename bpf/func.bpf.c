@@ -1273,8 +1273,10 @@ __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 tid, __
   return 0;
 }
 
-/* What the probed calls entered inside a call (n per cost class) added to its quantity `slot`. */
-static __always_inline __u64 nested_cost(const __u32 *n, __u32 slot) {
+/* What the probed calls entered inside a call (n per cost class; `any`: some) added to its
+ * quantity `slot`. (A call with none, the usual one, skips the classes' loops.) */
+static __always_inline __u64 nested_cost(const __u32 *n, __u32 any, __u32 slot) {
+  if (!any) return 0;
   __u64 cost = 0; /* calibrated per pair of probes; n counts halves of pairs */
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
     cost += (__u64)n[c] * enclosed[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
@@ -1283,7 +1285,9 @@ static __always_inline __u64 nested_cost(const __u32 *n, __u32 slot) {
 
 /* ... and its noise (what the noise floor grows by with the probed calls inside): per class,
  * the tail per call times the calls, the spread times the root of the calls (`root`). */
-static __always_inline __u64 nested_noise(const __u32 *n, const __u32 *root, __u32 slot) {
+static __always_inline __u64 nested_noise(const __u32 *n, const __u32 *root, __u32 any,
+                                          __u32 slot) {
+  if (!any) return 0;
   __u64 tail = 0, spread = 0;
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) {
     tail += (__u64)n[c] * enclosed_tail[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
@@ -1303,19 +1307,20 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   const bool comp = compensate && !is_calibration(fid);
   /* Probed calls entered inside this one, per cost class, in halves of a probe pair (their
    * probes' cost is in it). */
-  __u32 n[PMCPROF_COST_CLASSES], root[PMCPROF_COST_CLASSES];
+  __u32 n[PMCPROF_COST_CLASSES], root[PMCPROF_COST_CLASSES], any = 0;
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) {
     n[c] = t->nested[c] - f->nested[c];
+    any |= n[c];
     root[c] = comp && n[c] ? pmcprof_sqrt_up(n[c] / 2 + (n[c] & 1)) : 0; /* calls: halves / 2 */
   }
   if (comp) {
-    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL] + nested_cost(n, PMCPROF_BIAS_WALL);
+    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL] + nested_cost(n, any, PMCPROF_BIAS_WALL);
     if ((__s64)rec->wall_ns <
-        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, root, PMCPROF_BIAS_WALL)))
+        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, root, any, PMCPROF_BIAS_WALL)))
       rec->flags |= PMCPROF_REC_WALL_UNDER_FLOOR;
-    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU] + nested_cost(n, PMCPROF_BIAS_ONCPU);
+    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU] + nested_cost(n, any, PMCPROF_BIAS_ONCPU);
     if ((__s64)rec->oncpu_ns <
-        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, root, PMCPROF_BIAS_ONCPU)))
+        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, root, any, PMCPROF_BIAS_ONCPU)))
       rec->flags |= PMCPROF_REC_ONCPU_UNDER_FLOOR;
   }
   /* The masks are built in the record (volatile: read back from memory each time), not in
@@ -1336,8 +1341,8 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
     if (i >= n_events) break;
     __u64 d = t->acc[i] - f->v_start[i];
     if (comp) {
-      d -= bias[fid][i] + nested_cost(n, i);
-      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, root, i))) *under |= 1u << i;
+      d -= bias[fid][i] + nested_cost(n, any, i);
+      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, root, any, i))) *under |= 1u << i;
     }
     rec->delta[i] = d;
     if (t->gaps[i] == f->gaps[i]) *measured |= 1u << i;
