@@ -349,8 +349,8 @@ __u64 noise[PMCPROF_MAX_FUNCS + 1][PMCPROF_BIAS_SLOTS] = {}; /* the floor beside
 #define PMCPROF_COST_CLASS_SLOTS 128 /* a power of two above PMCPROF_MAX_FUNCS + 1 */
 __u32 cost_class[PMCPROF_COST_CLASS_SLOTS] = {};
 __u64 enclosed[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {};
-__u64 enclosed_noise[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {}; /* its spread */
-__u64 enclosed_tail[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {};  /* and its tail */
+__u64 enclosed_tail[PMCPROF_COST_CLASSES][PMCPROF_BIAS_SLOTS] = {}; /* its tail */
+__u64 enclosed_noise_max[PMCPROF_BIAS_SLOTS] = {}; /* the largest spread of any class's cost */
 struct pmcprof_calib_sample calib_outer[PMCPROF_CALIB_CALLS] = {};
 __u32 calib_outer_count = 0;
 
@@ -1273,27 +1273,28 @@ __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 tid, __
   return 0;
 }
 
-/* What the probed calls entered inside a call (n per cost class; `any`: some) added to its
- * quantity `slot`. (A call with none, the usual one, skips the classes' loops.) */
-static __always_inline __u64 nested_cost(const __u32 *n, __u32 any, __u32 slot) {
-  if (!any) return 0;
+/* What the probed calls entered inside a call (n per cost class) added to its quantity `slot`. */
+static __always_inline __u64 nested_cost(const __u32 *n, __u32 slot) {
   __u64 cost = 0; /* calibrated per pair of probes; n counts halves of pairs */
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
     cost += (__u64)n[c] * enclosed[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
   return cost / 2;
 }
 
-/* ... and its noise (what the noise floor grows by with the probed calls inside): per class,
- * the tail per call times the calls, the spread times the root of the calls (`root`). */
-static __always_inline __u64 nested_noise(const __u32 *n, const __u32 *root, __u32 any,
-                                          __u32 slot) {
-  if (!any) return 0;
-  __u64 tail = 0, spread = 0;
-  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) {
+/* ... and its noise (what the noise floor grows by with the probed calls inside): the tail per
+ * call times the calls, per class, and the spread times the root of all the calls (`root`:
+ * the spread of a sum grows as its root), the largest spread of any class standing for all. */
+static __always_inline __u64 nested_noise(const __u32 *n, __u32 root, __u32 slot) {
+  __u64 tail = 0;
+  for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
     tail += (__u64)n[c] * enclosed_tail[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
-    spread += (__u64)root[c] * enclosed_noise[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
-  }
-  return tail / 2 + spread;
+  return tail / 2 + (__u64)root * enclosed_noise_max[slot < PMCPROF_BIAS_SLOTS ? slot : 0];
+}
+
+/* ceil(sqrt(calls)) of a number of probe halves: out of line, verified once (inline, the
+ * verifier walked its ~100 instructions at every path through fill_deltas: +1,000). */
+__attribute__((noinline)) __u32 root_of_calls(__u32 halves) {
+  return pmcprof_sqrt_up(halves / 2 + (halves & 1));
 }
 
 /* The call's per-event deltas, and which events ran through it (measured) or in part, less
@@ -1306,21 +1307,21 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   if (fid > PMCPROF_MAX_FUNCS) return 0;
   const bool comp = compensate && !is_calibration(fid);
   /* Probed calls entered inside this one, per cost class, in halves of a probe pair (their
-   * probes' cost is in it). */
-  __u32 n[PMCPROF_COST_CLASSES], root[PMCPROF_COST_CLASSES], any = 0;
+   * probes' cost is in it), and the root of their number of calls (branch-free: 0 for none). */
+  __u32 n[PMCPROF_COST_CLASSES], halves = 0;
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++) {
     n[c] = t->nested[c] - f->nested[c];
-    any |= n[c];
-    root[c] = comp && n[c] ? pmcprof_sqrt_up(n[c] / 2 + (n[c] & 1)) : 0; /* calls: halves / 2 */
+    halves += n[c];
   }
+  const __u32 root = root_of_calls(halves);
   if (comp) {
-    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL] + nested_cost(n, any, PMCPROF_BIAS_WALL);
+    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL] + nested_cost(n, PMCPROF_BIAS_WALL);
     if ((__s64)rec->wall_ns <
-        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, root, any, PMCPROF_BIAS_WALL)))
+        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, root, PMCPROF_BIAS_WALL)))
       rec->flags |= PMCPROF_REC_WALL_UNDER_FLOOR;
-    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU] + nested_cost(n, any, PMCPROF_BIAS_ONCPU);
+    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU] + nested_cost(n, PMCPROF_BIAS_ONCPU);
     if ((__s64)rec->oncpu_ns <
-        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, root, any, PMCPROF_BIAS_ONCPU)))
+        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, root, PMCPROF_BIAS_ONCPU)))
       rec->flags |= PMCPROF_REC_ONCPU_UNDER_FLOOR;
   }
   /* The masks are built in the record (volatile: read back from memory each time), not in
@@ -1341,8 +1342,8 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
     if (i >= n_events) break;
     __u64 d = t->acc[i] - f->v_start[i];
     if (comp) {
-      d -= bias[fid][i] + nested_cost(n, any, i);
-      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, root, any, i))) *under |= 1u << i;
+      d -= bias[fid][i] + nested_cost(n, i);
+      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, root, i))) *under |= 1u << i;
     }
     rec->delta[i] = d;
     if (t->gaps[i] == f->gaps[i]) *measured |= 1u << i;

@@ -143,11 +143,20 @@ static __always_inline __u32 pmcprof_log2(__u64 v) {
  * its square fits (k - t * t does not wrap), then 1 more when the root's square is short. */
 static __always_inline __u32 pmcprof_sqrt_up(__u32 k) {
   __u64 r = 0;
+#ifdef __clang__
+#pragma unroll
+#endif
   for (int b = 15; b >= 0; b--) {
     __u64 t = r | (1ull << b);
-    r |= (1ull << b) * (1 - (((__u64)k - t * t) >> 63));
+    __u64 d = (__u64)k - t * t; /* wraps (bit 63 set) when t * t > k */
+    /* Opaque to the compiler: it would turn the sign test into a branch (BPF has no select),
+     * and 16 branches make ~1,000 verified instructions of ~130. */
+    asm volatile("" : "+r"(d));
+    r |= (1ull << b) * (1 - (d >> 63));
   }
-  return (__u32)(r + ((r * r - (__u64)k) >> 63));
+  __u64 short_by = r * r - (__u64)k; /* wraps when r * r < k */
+  asm volatile("" : "+r"(short_by));
+  return (__u32)(r + (short_by >> 63));
 }
 
 /* Bucket of v: exact below 128, then PMCPROF_HIST_PER_OCTAVE buckets per power of two. */
@@ -529,8 +538,8 @@ struct pmcprof_func_stats {
  * inside it, besides its own bias. */
 #define PMCPROF_COST_CLASSES 4
 /* Their noise, per nested call: a spread, which varies from call to call (k calls inside add
- * ceil(sqrt(k)) times it to a call's noise floor), and a tail (a few slow calls the median
- * leaves out: k calls add k times it). */
+ * ceil(sqrt(k)) times the largest class's to a call's noise floor), and a tail (a few slow
+ * calls the median leaves out: k calls add k times their class's). */
 /* The noise floor beside each bias (same slots): the spread of the calibration's samples
  * (their 90th less their 10th percentile). A compensated value below it is flagged. */
 

@@ -662,7 +662,19 @@ void FuncObject::set_class_cost(std::uint32_t cost_class,
                                 const std::vector<std::uint64_t>& noise,
                                 const std::vector<std::uint64_t>& tail) const {
   if (cost_class < 1 || cost_class > PMCPROF_COST_CLASSES) return;
-  store_slots(skel_->bss->enclosed_noise[cost_class - 1], events_.size(), noise);
+  // The BPF side takes one spread per slot for every class (the largest: see nested_noise).
+  std::vector<std::uint64_t> largest(noise.size());
+  for (std::size_t i = 0; i < noise.size(); ++i) {
+    const std::size_t slot = i < events_.size()    ? i
+                             : i == events_.size() ? PMCPROF_BIAS_WALL
+                                                   : PMCPROF_BIAS_ONCPU;
+    largest[i] = slot < PMCPROF_BIAS_SLOTS
+                     ? std::max<std::uint64_t>(
+                           noise[i],
+                           __atomic_load_n(&skel_->bss->enclosed_noise_max[slot], __ATOMIC_RELAXED))
+                     : noise[i];
+  }
+  store_slots(skel_->bss->enclosed_noise_max, events_.size(), largest);
   store_slots(skel_->bss->enclosed_tail[cost_class - 1], events_.size(), tail);
   store_slots(skel_->bss->enclosed[cost_class - 1], events_.size(), enclosed);
 }

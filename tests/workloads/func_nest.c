@@ -1,5 +1,6 @@
 /* Function-mode workload for call shapes the per-thread stack must get right:
  *   nest N          outer() calls inner() N times: both probed, nested
+ *   nest_many N K   outer_many() N times, each calling inner() K times
  *   recurse N D     recurse(D) N times: D levels of recursion (deeper than the BPF stack of 16)
  *   longjmp N       jump_outer() calls jump_inner(), which longjmps out N times: inner never
  *                   returns, outer does
@@ -20,6 +21,12 @@ __attribute__((noinline)) void inner(void) {
 __attribute__((noinline)) void outer(void) {
   sink++;
   inner();
+  sink++;
+}
+
+__attribute__((noinline)) void outer_many(int k) {
+  sink++;
+  for (int i = 0; i < k; i++) inner();
   sink++;
 }
 
@@ -47,7 +54,7 @@ __attribute__((noinline)) int tiny(int x) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s nest|recurse|longjmp|busy N [DEPTH]\n", argv[0]);
+    fprintf(stderr, "usage: %s nest|nest_many|recurse|longjmp|busy N [DEPTH|K]\n", argv[0]);
     return 2;
   }
   const char* mode = argv[1];
@@ -57,6 +64,8 @@ int main(int argc, char** argv) {
   for (long i = 0; i < n; i++) {
     if (!strcmp(mode, "nest"))
       outer();
+    else if (!strcmp(mode, "nest_many"))
+      outer_many(depth);
     else if (!strcmp(mode, "recurse"))
       recurse(depth);
     else if (!strcmp(mode, "longjmp"))
