@@ -1273,8 +1273,10 @@ __attribute__((noinline)) int remove_frame(struct thread_state *t, __u32 tid, __
   return 0;
 }
 
-/* What the probed calls entered inside a call (n per cost class) added to its quantity `slot`. */
-static __always_inline __u64 nested_cost(const __u32 *n, __u32 slot) {
+/* What the probed calls entered inside a call (n per cost class, `halves` in all) added to its
+ * quantity `slot`. (A call with none, the usual one, skips the classes.) */
+static __always_inline __u64 nested_cost(const __u32 *n, __u32 halves, __u32 slot) {
+  if (!halves) return 0;
   __u64 cost = 0; /* calibrated per pair of probes; n counts halves of pairs */
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
     cost += (__u64)n[c] * enclosed[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
@@ -1284,7 +1286,8 @@ static __always_inline __u64 nested_cost(const __u32 *n, __u32 slot) {
 /* ... and its noise (what the noise floor grows by with the probed calls inside): the tail per
  * call times the calls, per class, and the spread times the root of all the calls (`root`:
  * the spread of a sum grows as its root), the largest spread of any class standing for all. */
-static __always_inline __u64 nested_noise(const __u32 *n, __u32 root, __u32 slot) {
+static __always_inline __u64 nested_noise(const __u32 *n, __u32 halves, __u32 root, __u32 slot) {
+  if (!halves) return 0;
   __u64 tail = 0;
   for (__u32 c = 0; c < PMCPROF_COST_CLASSES; c++)
     tail += (__u64)n[c] * enclosed_tail[c][slot < PMCPROF_BIAS_SLOTS ? slot : 0];
@@ -1294,6 +1297,7 @@ static __always_inline __u64 nested_noise(const __u32 *n, __u32 root, __u32 slot
 /* ceil(sqrt(calls)) of a number of probe halves: out of line, verified once (inline, the
  * verifier walked its ~100 instructions at every path through fill_deltas: +1,000). */
 __attribute__((noinline)) __u32 root_of_calls(__u32 halves) {
+  if (!halves) return 0;
   return pmcprof_sqrt_up(halves / 2 + (halves & 1));
 }
 
@@ -1315,13 +1319,13 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
   }
   const __u32 root = root_of_calls(halves);
   if (comp) {
-    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL] + nested_cost(n, PMCPROF_BIAS_WALL);
+    rec->wall_ns -= bias[fid][PMCPROF_BIAS_WALL] + nested_cost(n, halves, PMCPROF_BIAS_WALL);
     if ((__s64)rec->wall_ns <
-        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, root, PMCPROF_BIAS_WALL)))
+        (__s64)(noise[fid][PMCPROF_BIAS_WALL] + nested_noise(n, halves, root, PMCPROF_BIAS_WALL)))
       rec->flags |= PMCPROF_REC_WALL_UNDER_FLOOR;
-    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU] + nested_cost(n, PMCPROF_BIAS_ONCPU);
+    rec->oncpu_ns -= bias[fid][PMCPROF_BIAS_ONCPU] + nested_cost(n, halves, PMCPROF_BIAS_ONCPU);
     if ((__s64)rec->oncpu_ns <
-        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, root, PMCPROF_BIAS_ONCPU)))
+        (__s64)(noise[fid][PMCPROF_BIAS_ONCPU] + nested_noise(n, halves, root, PMCPROF_BIAS_ONCPU)))
       rec->flags |= PMCPROF_REC_ONCPU_UNDER_FLOOR;
   }
   /* The masks are built in the record (volatile: read back from memory each time), not in
@@ -1342,8 +1346,8 @@ __attribute__((noinline)) int fill_deltas(const struct thread_state *t, const st
     if (i >= n_events) break;
     __u64 d = t->acc[i] - f->v_start[i];
     if (comp) {
-      d -= bias[fid][i] + nested_cost(n, i);
-      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, root, i))) *under |= 1u << i;
+      d -= bias[fid][i] + nested_cost(n, halves, i);
+      if ((__s64)d < (__s64)(noise[fid][i] + nested_noise(n, halves, root, i))) *under |= 1u << i;
     }
     rec->delta[i] = d;
     if (t->gaps[i] == f->gaps[i]) *measured |= 1u << i;

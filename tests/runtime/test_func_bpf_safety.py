@@ -44,7 +44,7 @@ class SafetyTest(unittest.TestCase):
         # a deterministic figure for a given kernel: a change that multiplies the paths it
         # explores (as six ifs in log2 once did: ~46,000 instructions per program instead of
         # ~1,500) fails here rather than as a slower start-up nobody times. (The exit program:
-        # 19,540 on 6.18 at 0b3d9fa, 20,414 with the nested noise floor's root since: the
+        # 19,540 on 6.18 at 0b3d9fa, 21,780 with the nested noise floor's root since: the
         # bound, 20,000 until then, is 22,000: a multiplication of paths is still far above.)
         events = ("task-clock,context-switches,cpu-migrations,page-faults,minor-faults,"
                   "major-faults,cgroup-switches,cpu-clock")
