@@ -538,8 +538,8 @@ struct pmcprof_func_stats {
  * inside it, besides its own bias. */
 #define PMCPROF_COST_CLASSES 4
 /* Their noise, per nested call: a spread, which varies from call to call (k calls inside add
- * ceil(sqrt(k)) times the largest class's to a call's noise floor), and a tail (a few slow
- * calls the median leaves out: k calls add k times their class's). */
+ * ceil(sqrt(k)) times the largest class's in the run to a call's noise floor), and a tail (a
+ * few slow calls the median leaves out: k calls add k times their class's). */
 /* The noise floor beside each bias (same slots): the spread of the calibration's samples
  * (their 90th less their 10th percentile). A compensated value below it is flagged. */
 

@@ -30,12 +30,16 @@ void prepare_heap() {
   (void)mallopt(M_MMAP_THRESHOLD, 2 * kStep);
   (void)mallopt(M_TRIM_THRESHOLD, 4 * kStep);
   (void)mallopt(M_TOP_PAD, kStep);
-  const auto before = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  void* const heap_end = sbrk(0);
+  if (heap_end == reinterpret_cast<void*>(-1)) return;  // no brk heap: nothing to prepare
+  const auto before = reinterpret_cast<std::uintptr_t>(heap_end);
   // Grows the heap by about 2 x kStep, kept (under the trim threshold). Volatile: a compiler
   // may drop a malloc whose block is only freed.
   void* volatile block = malloc(kStep);
   free(block);
-  const auto after = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  void* const grown_end = sbrk(0);
+  if (grown_end == reinterpret_cast<void*>(-1)) return;
+  const auto after = reinterpret_cast<std::uintptr_t>(grown_end);
   const std::uintptr_t start = (before + kHuge - 1) & ~(kHuge - 1), end = after & ~(kHuge - 1);
   // A refusal (THP off, an old kernel) leaves 4 KiB pages: slower start-up, nothing else.
   if (end > start) (void)madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);

