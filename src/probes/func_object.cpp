@@ -634,15 +634,25 @@ std::vector<FuncObject::CalibrationSample> FuncObject::calibration_samples(bool 
 
 namespace {
 
-// Stores per-event values (the first n of v), then wall and on-CPU (v[n], v[n + 1]), into a
-// row of PMCPROF_BIAS_SLOTS slots the BPF programs read while running.
-void store_slots(__u64* slots, std::size_t n, const std::vector<std::uint64_t>& v) {
-  for (std::size_t i = 0; i < n && i < v.size(); ++i)
-    __atomic_store_n(&slots[i], v[i], __ATOMIC_RELAXED);
+// Writes per-event values (the first n of v), then wall and on-CPU (v[n], v[n + 1]), into a
+// row of PMCPROF_BIAS_SLOTS slots the BPF programs read while running: each slot becomes
+// combine(its value, v's).
+template <class Combine>
+void update_slots(__u64* slots, std::size_t n, const std::vector<std::uint64_t>& v,
+                  Combine combine) {
+  auto put = [&](std::size_t slot, std::uint64_t x) {
+    const std::uint64_t old = __atomic_load_n(&slots[slot], __ATOMIC_RELAXED);
+    __atomic_store_n(&slots[slot], combine(old, x), __ATOMIC_RELAXED);
+  };
+  for (std::size_t i = 0; i < n && i < v.size(); ++i) put(i, v[i]);
   if (v.size() >= n + 2) {
-    __atomic_store_n(&slots[PMCPROF_BIAS_WALL], v[n], __ATOMIC_RELAXED);
-    __atomic_store_n(&slots[PMCPROF_BIAS_ONCPU], v[n + 1], __ATOMIC_RELAXED);
+    put(PMCPROF_BIAS_WALL, v[n]);
+    put(PMCPROF_BIAS_ONCPU, v[n + 1]);
   }
+}
+
+void store_slots(__u64* slots, std::size_t n, const std::vector<std::uint64_t>& v) {
+  update_slots(slots, n, v, [](std::uint64_t, std::uint64_t x) { return x; });
 }
 
 }  // namespace
@@ -663,18 +673,8 @@ void FuncObject::set_class_cost(std::uint32_t cost_class,
                                 const std::vector<std::uint64_t>& tail) const {
   if (cost_class < 1 || cost_class > PMCPROF_COST_CLASSES) return;
   // The BPF side takes one spread per slot for every class (the largest: see nested_noise).
-  std::vector<std::uint64_t> largest(noise.size());
-  for (std::size_t i = 0; i < noise.size(); ++i) {
-    const std::size_t slot = i < events_.size()    ? i
-                             : i == events_.size() ? PMCPROF_BIAS_WALL
-                                                   : PMCPROF_BIAS_ONCPU;
-    largest[i] = slot < PMCPROF_BIAS_SLOTS
-                     ? std::max<std::uint64_t>(
-                           noise[i],
-                           __atomic_load_n(&skel_->bss->enclosed_noise_max[slot], __ATOMIC_RELAXED))
-                     : noise[i];
-  }
-  store_slots(skel_->bss->enclosed_noise_max, events_.size(), largest);
+  update_slots(skel_->bss->enclosed_noise_max, events_.size(), noise,
+               [](std::uint64_t old, std::uint64_t x) { return std::max(old, x); });
   store_slots(skel_->bss->enclosed_tail[cost_class - 1], events_.size(), tail);
   store_slots(skel_->bss->enclosed[cost_class - 1], events_.size(), enclosed);
 }

@@ -549,14 +549,14 @@ struct FunctionSession::State {
                                  static_cast<double>(b.enclosed_oncpu_ns)};
         // enclosed_noise and _tail: per BPF event, then wall, then on-CPU (as
         // enclosed_values): the last two, whatever the number of events.
-        if (const auto& noise = b.enclosed_noise; noise.size() >= 2) {
-          row.nested->wall_floor_ns = static_cast<double>(noise[noise.size() - 2]);
-          row.nested->oncpu_floor_ns = static_cast<double>(noise.back());
-        }
-        if (const auto& tail = b.enclosed_tail; tail.size() >= 2) {
-          row.nested->wall_tail_ns = static_cast<double>(tail[tail.size() - 2]);
-          row.nested->oncpu_tail_ns = static_cast<double>(tail.back());
-        }
+        auto wall_and_oncpu = [](const std::vector<std::uint64_t>& v, std::optional<double>& wall,
+                                 std::optional<double>& oncpu) {
+          if (v.size() < 2) return;
+          wall = static_cast<double>(v[v.size() - 2]);
+          oncpu = static_cast<double>(v.back());
+        };
+        wall_and_oncpu(b.enclosed_noise, row.nested->wall_floor_ns, row.nested->oncpu_floor_ns);
+        wall_and_oncpu(b.enclosed_tail, row.nested->wall_tail_ns, row.nested->oncpu_tail_ns);
         row.nested_subtracted = plan.compensate;
       }
       rows.push_back(std::move(row));
