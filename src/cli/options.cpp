@@ -186,11 +186,6 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
       ->type_name("N");
   stat.add_flag("--no-compensate", o.no_compensate,
                 "Keep the probe's own calibrated cost in per-call values (it is still reported)");
-  add_number(stat, "--recalibrate", o.recalibrate_ms, "--recalibrate", 0, kMaxMs,
-             "Measure the probe's cost again every MS milliseconds once the run has lasted a "
-             "second (default 100; 0: only before the run)",
-             "ms")
-      ->type_name("MS");
   stat.add_option("--thread-state", o.thread_state,
                   "Where --func keeps per-thread state: auto, task-storage or hash")
       ->type_name("WHERE");

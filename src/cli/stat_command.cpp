@@ -289,7 +289,6 @@ void validate_function_mode(const StatOptions& opts) {
                             : opts.buffer_pages != 256    ? "--buffer-pages"
                             : opts.thread_state != "auto" ? "--thread-state"
                             : opts.no_compensate          ? "--no-compensate"
-                            : opts.recalibrate_ms         ? "--recalibrate"
                             : opts.hist                   ? "--hist"
                             : opts.hist_linear            ? "--hist-linear"
                                                           : nullptr;
@@ -477,8 +476,6 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
   plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);
   plan.thread_store = parse_thread_store(opts.thread_state);
   plan.compensate = !opts.no_compensate;
-  plan.recalibrate_ms =
-      plan.compensate ? static_cast<std::uint64_t>(opts.recalibrate_ms.value_or(100)) : 0;
   plan.verbose = opts.verbose;
   plan.quiet = opts.quiet;
   if (!opts.cgroups.empty()) {

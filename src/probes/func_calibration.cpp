@@ -8,7 +8,6 @@
 #include <array>
 #include <cerrno>
 #include <cmath>
-#include <deque>
 
 #include "pmcprof/platform/capabilities.hpp"
 #include "pmcprof/platform/system.hpp"
@@ -443,9 +442,9 @@ void set_enclosed(ProbeBias& bias, const SampleStats& with, const SampleStats& a
 // Calls the outer function kCalls times, alternately with the probed target and with its
 // unprobed twin (kNested calls each): sample 2j is a call with the target, 2j + 1 the same
 // call without it, made right after, under the same load and cache state.
-void make_outer_pairs(const CalibrationProbe& p, int calls = kCalls) {
+void make_outer_pairs(const CalibrationProbe& p) {
   void (*volatile outer)(void (*)(), long, int) = pmcprof_calibration_outer;
-  for (int i = 0; i < calls / 2; ++i) {
+  for (int i = 0; i < kCalls / 2; ++i) {
     outer(p.call, p.syscall_nr, kNested);
     outer(p.twin, p.syscall_nr, kNested);
   }
@@ -536,10 +535,10 @@ void set_enclosed_from_pairs(ProbeBias& bias, const std::vector<SamplePair>& pai
 
 namespace {
 
-void make_calls(const CalibrationProbe& p, int calls = kCalls) {
+void make_calls(const CalibrationProbe& p) {
   // Through a volatile pointer: the calls must happen, and not be inlined away.
   void (*volatile fn)() = p.call;
-  for (int i = 0; i < calls; ++i) {
+  for (int i = 0; i < kCalls; ++i) {
     if (fn)
       fn();
     else
@@ -591,19 +590,15 @@ namespace {
 // of the outer function costs alone is measured now, in `alone`, before the target is probed.
 // Without the outer probe (why_not said), the probe's own bias is still calibrated: nested
 // calls are then not compensated.
-std::vector<BpfLink> attach_outer_function(const FuncObject& object) {
-  auto outer_at = locate_in_maps(read_file("/proc/self/maps").value_or(""),
-                                 reinterpret_cast<std::uint64_t>(pmcprof_calibration_outer));
-  if (!outer_at) throw SystemError("pmcprof's calibration caller is not in a mapped file");
-  return object.attach_uprobe(object.calibration_outer_id(), outer_at->path, outer_at->file_offset,
-                              ::getpid());
-}
-
 std::vector<BpfLink> attach_outer(const FuncObject& object, const CalibrationRequest& req,
                                   SampleStats& alone, std::string& why_not) {
   try {
+    auto outer_at = locate_in_maps(read_file("/proc/self/maps").value_or(""),
+                                   reinterpret_cast<std::uint64_t>(pmcprof_calibration_outer));
+    if (!outer_at) throw SystemError("pmcprof's calibration caller is not in a mapped file");
     const CalibrationProbe target = attach_probe(object, req, false);
-    auto links = attach_outer_function(object);
+    auto links = object.attach_uprobe(object.calibration_outer_id(), outer_at->path,
+                                      outer_at->file_offset, ::getpid());
     if (!target.twin)
       alone = sample_stats(sample_rounds(object, true, [&] { make_outer_calls(target); }),
                            object.events().size());
@@ -616,127 +611,7 @@ std::vector<BpfLink> attach_outer(const FuncObject& object, const CalibrationReq
 
 }  // namespace
 
-struct CalibrationTracker::Impl {
-  CalibrationRequest req;
-  bool paired = false;  // with the outer function's pairs (else alone only)
-  std::uint64_t own = 0;
-  bool attached = false;
-  CalibrationProbe probe;
-  std::vector<BpfLink> outer;
-  std::deque<std::vector<FuncObject::CalibrationSample>> calls;  // the last rounds'
-  std::deque<std::vector<SamplePair>> pairs;
-};
-
-CalibrationTracker::CalibrationTracker() = default;
-CalibrationTracker::~CalibrationTracker() = default;
-CalibrationTracker::CalibrationTracker(CalibrationTracker&&) noexcept = default;
-CalibrationTracker& CalibrationTracker::operator=(CalibrationTracker&&) noexcept = default;
-
-namespace {
-
-constexpr std::size_t kTrackRounds = 4;  // rounds pooled: 64 calls, 32 pairs
-constexpr int kTrackCalls = 16;          // per round: calls alone, and outer calls in pairs
-
-template <class T>
-std::vector<T> pooled(std::deque<std::vector<T>>& rounds, std::vector<T> round) {
-  rounds.push_back(std::move(round));
-  while (rounds.size() > kTrackRounds) rounds.pop_front();
-  std::vector<T> all;
-  for (const auto& r : rounds) all.insert(all.end(), r.begin(), r.end());
-  return all;
-}
-
-// One round of outer calls in pairs (as sample_pairs), none when a sample is missing.
-std::vector<SamplePair> pair_round(const FuncObject& object, const CalibrationProbe& p) {
-  object.reset_calibration();
-  make_outer_pairs(p, kTrackCalls);
-  auto samples = object.calibration_samples(true);
-  std::vector<SamplePair> pairs;
-  if (samples.size() != static_cast<std::size_t>(kTrackCalls)) return pairs;
-  for (std::size_t j = 0; j + 1 < samples.size(); j += 2)
-    pairs.emplace_back(std::move(samples[j]), std::move(samples[j + 1]));
-  return pairs;
-}
-
-void widen(std::uint64_t& lo, std::uint64_t& hi, std::uint64_t v, bool first) {
-  lo = first ? v : std::min(lo, v);
-  hi = first ? v : std::max(hi, v);
-}
-
-}  // namespace
-
-std::optional<ProbeBias> CalibrationTracker::refresh(const FuncObject& object, ProbeBias& bias) {
-  if (!impl_) return std::nullopt;
-  Impl& t = *impl_;
-  if (!t.attached) {
-    // Attached again only now: a short run's teardown does not wait for their detaching.
-    try {
-      t.probe = attach_probe(object, t.req);
-      if (t.paired) t.outer = attach_outer_function(object);
-      t.attached = true;
-    } catch (const Error&) {
-      impl_.reset();  // not measured again: the calibration's figures stay
-      return std::nullopt;
-    }
-  }
-  const std::size_t n_events = object.events().size();
-  object.reset_calibration();
-  make_calls(t.probe, kTrackCalls);
-  const SampleStats st = sample_stats(pooled(t.calls, object.calibration_samples(false)), n_events);
-  if (st.counted == 0) return std::nullopt;
-  ProbeBias now = bias;
-  now.wall_ns = st.wall;
-  now.oncpu_ns = st.oncpu;
-  for (std::size_t i = 0; i < n_events && i < now.events.size(); ++i) {
-    auto m = st.events[i];
-    if (m && i < t.req.own_work_events.size() && t.req.own_work_events[i])
-      *m = *m > t.own ? *m - t.own : 0;
-    now.events[i] = m;
-  }
-  if (t.paired) {
-    ProbeBias nested;
-    set_enclosed_from_pairs(nested, pooled(t.pairs, pair_round(object, t.probe)), n_events);
-    if (nested.nested_calibrated) {
-      now.enclosed = nested.enclosed;
-      now.enclosed_wall_ns = nested.enclosed_wall_ns;
-      now.enclosed_oncpu_ns = nested.enclosed_oncpu_ns;
-    }
-  }
-  if (now.subtracted)
-    for (std::uint32_t id : t.req.func_ids)
-      object.set_bias(id, bias_values(now), noise_values(now));
-  auto& r = bias.recalibrated;
-  const bool first = !r || r->rounds == 0;
-  if (!r) r.emplace();
-  r->every_ms = t.req.track_every_ms;
-  widen(r->oncpu_min, r->oncpu_max, now.oncpu_ns, first);
-  if (t.paired && now.nested_calibrated) {
-    std::uint64_t lo = r->nested_oncpu_min.value_or(now.enclosed_oncpu_ns);
-    std::uint64_t hi = r->nested_oncpu_max.value_or(now.enclosed_oncpu_ns);
-    widen(lo, hi, now.enclosed_oncpu_ns, !r->nested_oncpu_min);
-    r->nested_oncpu_min = lo;
-    r->nested_oncpu_max = hi;
-  }
-  ++r->rounds;
-  return now;
-}
-
-void CalibrationTracker::detach(LinkReaper& reaper) {
-  if (!impl_) return;
-  Impl& t = *impl_;
-  if (!t.outer.empty()) reaper.reap(std::move(t.outer), {});
-  if (!t.probe.links.empty()) reaper.reap(std::move(t.probe.links), {});
-  if (!t.probe.fentry.links.empty())
-    reaper.reap(std::move(t.probe.fentry.links), {std::move(t.probe.fentry.twin)});
-  impl_.reset();
-}
-
 ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, LinkReaper& reaper) {
-  return calibrate(object, req, reaper, nullptr);
-}
-
-ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, LinkReaper& reaper,
-                    CalibrationTracker* tracker) {
   ProbeBias bias;
   bias.backend = req.backend;
   if (req.backend == ProbeBackend::uprobe) bias.start = req.start;
@@ -762,15 +637,6 @@ ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& req, Lin
     else if (!outer.empty())
       outer_with =
           sample_stats(sample_rounds(object, true, [&] { make_outer_calls(probe); }), n_events);
-    // To measure again during the run: the probe, with the outer function's pairs where
-    // paired (a kernel target's nested cost is measured sequentially, only before it).
-    if (tracker && req.track_every_ms && !samples.empty()) {
-      tracker->impl_ = std::make_unique<CalibrationTracker::Impl>();
-      auto& t = *tracker->impl_;
-      t.req = req;
-      t.own = own;
-      t.paired = paired && !outer.empty();
-    }
     // Only pmcprof's own calls reach the calibration ids, and it makes no more: the samples
     // are final while the probes are detached in the background.
     reaper.reap(std::move(outer), {});

@@ -551,16 +551,6 @@ ProbeBiasRow read_bias(const Ctx& c, const ojson& o, const std::string& path,
                                     opt_num(c, *nested, np, "oncpu_tail_ns")};
     b.nested_subtracted = boolean_or(c, *nested, np, "subtracted");
   }
-  if (const ojson* rc = find(o, "recalibrated")) {
-    const std::string rp = member(path, "recalibrated");
-    object_at(c, *rc, rp);
-    b.recalibrated = ProbeBiasRow::Recalibrated{u64_or(c, *rc, rp, "every_ms"),
-                                                u64_or(c, *rc, rp, "rounds"),
-                                                opt_num(c, *rc, rp, "oncpu_ns_min").value_or(0),
-                                                opt_num(c, *rc, rp, "oncpu_ns_max").value_or(0),
-                                                opt_num(c, *rc, rp, "nested_oncpu_ns_min"),
-                                                opt_num(c, *rc, rp, "nested_oncpu_ns_max")};
-  }
   return b;
 }
 

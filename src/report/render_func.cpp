@@ -222,17 +222,6 @@ std::string bias_line(const ProbeBiasRow& b) {
             format_duration(b.nested->oncpu_ns, true) + " on-CPU, " +
             format_duration(b.nested->wall_ns, true) + " wall" + amounts(b.nested->events) +
             (b.nested_subtracted ? " (subtracted)" : " (not subtracted)");
-  if (b.recalibrated) {
-    const auto& rc = *b.recalibrated;
-    auto range = [](double lo, double hi) {
-      return format_duration(lo, true) + (hi > lo ? " to " + format_duration(hi, true) : "");
-    };
-    line += "; measured again " + format_grouped(static_cast<double>(rc.rounds), 0) +
-            " times during the run (every " + std::to_string(rc.every_ms) +
-            " ms): " + range(rc.oncpu_ns_min, rc.oncpu_ns_max) + " on-CPU";
-    if (rc.nested_oncpu_ns_min && rc.nested_oncpu_ns_max)
-      line += ", nested " + range(*rc.nested_oncpu_ns_min, *rc.nested_oncpu_ns_max);
-  }
   return line;
 }
 
@@ -444,19 +433,6 @@ ojson report_json(const FunctionReport& r, const char* type) {
           nev[e.event] = e.per_call ? json_number(*e.per_call) : ojson(nullptr);
         nj["events"] = std::move(nev);
         bj["nested"] = std::move(nj);
-      }
-      if (b.recalibrated) {
-        const auto& rc = *b.recalibrated;
-        ojson rj;
-        rj["every_ms"] = rc.every_ms;
-        rj["rounds"] = rc.rounds;
-        rj["oncpu_ns_min"] = json_number(rc.oncpu_ns_min);
-        rj["oncpu_ns_max"] = json_number(rc.oncpu_ns_max);
-        if (rc.nested_oncpu_ns_min)
-          rj["nested_oncpu_ns_min"] = json_number(*rc.nested_oncpu_ns_min);
-        if (rc.nested_oncpu_ns_max)
-          rj["nested_oncpu_ns_max"] = json_number(*rc.nested_oncpu_ns_max);
-        bj["recalibrated"] = std::move(rj);
       }
     }
     biases.push_back(std::move(bj));

@@ -184,9 +184,7 @@ struct FunctionSession::State {
   std::map<std::uint32_t, std::size_t> bias_of;        // function id -> the bias subtracted from it
   std::map<std::size_t, std::uint32_t> cost_class_of;  // bias -> its nested-cost class (1..)
   LinkReaper reaper;  // detaches calibration probes while the run goes on
-  std::map<std::size_t, CalibrationTracker> trackers;  // by bias index
-  Fd track_timer;
-  Fd keep_reading;  // kernel aggregation: a read a minute keeps 32-bit buckets exact
+  Fd keep_reading;    // kernel aggregation: a read a minute keeps 32-bit buckets exact
 
   State(const FunctionPlan& p, Workload* w, FuncReportRenderer* r)
       : plan(p),
@@ -469,31 +467,11 @@ struct FunctionSession::State {
     // Without nesting no figure for nested probes is needed: that saves the calibration's own
     // uprobe pair, whose detach waits a grace period each.
     req.nested = calls_can_nest();
-    // Measured again while the run goes on, when its figures are taken off (a tracepoint's
-    // bias is not: its nested cost is measured only before the run).
-    if (plan.compensate && backend != ProbeBackend::tracepoint)
-      req.track_every_ms = plan.recalibrate_ms;
-    CalibrationTracker tracker;
-    biases.push_back(pmcprof::calibrate(object, req, reaper, &tracker));
-    if (tracker.active()) trackers.emplace(biases.size() - 1, std::move(tracker));
+    biases.push_back(pmcprof::calibrate(object, req, reaper));
     if (biases.back().subtracted)
       for (auto id : ids) bias_of[id] = biases.size() - 1;
     set_nested_cost(biases.size() - 1, ids);
     return biases.size() - 1;
-  }
-
-  // --recalibrate's tick: each kept calibration measures again; its figures are taken off
-  // from now on (the bias of its ids, set by refresh, and its class's nested cost).
-  void recalibrate() {
-    std::uint64_t ticks = 0;
-    if (::read(track_timer.get(), &ticks, sizeof(ticks)) <= 0) return;
-    for (auto& [index, tracker] : trackers) {
-      const auto now = tracker.refresh(object, biases[index]);
-      auto it = cost_class_of.find(index);
-      if (now && it != cost_class_of.end())
-        object.set_class_cost(it->second, enclosed_values(*now), now->enclosed_noise,
-                              now->enclosed_tail);
-    }
   }
 
   // The calls of `ids` (calibrated as bias `index`) cost the calls they are nested in what the
@@ -580,18 +558,6 @@ struct FunctionSession::State {
         wall_and_oncpu(b.enclosed_noise, row.nested->wall_floor_ns, row.nested->oncpu_floor_ns);
         wall_and_oncpu(b.enclosed_tail, row.nested->wall_tail_ns, row.nested->oncpu_tail_ns);
         row.nested_subtracted = plan.compensate;
-      }
-      if (b.recalibrated && b.recalibrated->rounds) {
-        const auto& r = *b.recalibrated;
-        auto opt = [](const std::optional<std::uint64_t>& v) {
-          return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
-        };
-        row.recalibrated = ProbeBiasRow::Recalibrated{r.every_ms,
-                                                      r.rounds,
-                                                      static_cast<double>(r.oncpu_min),
-                                                      static_cast<double>(r.oncpu_max),
-                                                      opt(r.nested_oncpu_min),
-                                                      opt(r.nested_oncpu_max)};
       }
       rows.push_back(std::move(row));
     }
@@ -742,23 +708,6 @@ struct FunctionSession::State {
   }
 };
 
-namespace {
-
-// A non-blocking timerfd that fires after `first_ms` milliseconds, then every `ms`; `what`
-// names it in the error.
-Fd periodic_timer(std::uint64_t first_ms, std::uint64_t ms, const char* what) {
-  Fd fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-  auto span = [](std::uint64_t v) {
-    return timespec{static_cast<time_t>(v / 1000), static_cast<long>(v % 1000) * 1'000'000};
-  };
-  const itimerspec spec{span(ms), span(first_ms)};
-  if (!fd || timerfd_settime(fd.get(), 0, &spec, nullptr) != 0)
-    throw SystemError(std::string("timerfd for ") + what + ": " + errno_string(errno));
-  return fd;
-}
-
-}  // namespace
-
 FunctionSession::FunctionSession(const FunctionPlan& plan, Workload* workload,
                                  FuncReportRenderer* intervals)
     : st_(std::make_unique<State>(plan, workload, intervals)) {}
@@ -809,18 +758,13 @@ void FunctionSession::start() {
 std::vector<RunLoopOptions::Reader> FunctionSession::readers() {
   std::vector<RunLoopOptions::Reader> out;
   if (st_->stream) out.push_back({st_->stream->epoll_fd(), [this] { st_->stream->drain(); }});
-  if (!st_->trackers.empty()) {
-    // From the run's first second on: a shorter run keeps the calibration's figures, and its
-    // end does not wait for the calibration probes' detaching (a grace period each).
-    const std::uint64_t every = st_->plan.recalibrate_ms;
-    st_->track_timer =
-        periodic_timer(std::max<std::uint64_t>(every, 1000), every, "the probe's recalibration");
-    out.push_back({st_->track_timer.get(), [this] { st_->recalibrate(); }});
-  }
   if (st_->agg != AggregateChoice::stream) {
     // The kernel's histogram carries are 32 bits (FuncObject::read_hist): reading them at least
     // once a minute carries their growth into 64-bit totals before any can wrap.
-    st_->keep_reading = periodic_timer(60'000, 60'000, "the histogram reads");
+    st_->keep_reading.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    itimerspec every{{60, 0}, {60, 0}};
+    if (!st_->keep_reading || timerfd_settime(st_->keep_reading.get(), 0, &every, nullptr) != 0)
+      throw SystemError("timerfd for the histogram reads: " + errno_string(errno));
     out.push_back({st_->keep_reading.get(), [this] {
                      std::uint64_t ticks = 0;
                      if (::read(st_->keep_reading.get(), &ticks, sizeof(ticks)) > 0)
@@ -849,7 +793,6 @@ void FunctionSession::stop() {
   // Probes first, so no call is half-recorded; then the stream, so what the kernel sent is
   // in; then the counters. The last stretch since a tick is an interval too, so the
   // intervals add up to the total.
-  for (auto& [index, tracker] : s.trackers) tracker.detach(s.reaper);
   s.attachments.detach();
   s.reaper.join();
   destroy_links(std::move(s.hooks));

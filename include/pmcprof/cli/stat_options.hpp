@@ -46,21 +46,20 @@ struct StatOptions {
   bool command_before_dashes = false;        // CMD came without a "--" before it
   bool subcommand_word = false;              // `stat record|report` (perf's, not pmcprof's)
   // Function mode (--func): per-call deltas through BPF.
-  std::vector<std::string> funcs;           // --func, repeatable
-  std::vector<std::string> regions;         // --region [NAME=]START,END, repeatable
-  bool python = false;                      // --python: Python functions (a region, keyed)
-  std::optional<long long> max_keys;        // --max-keys
-  std::optional<long long> top;             // --top
-  std::string backend = "auto";             // --backend auto|fentry|kprobe
-  std::string aggregate = "auto";           // --aggregate auto|kernel|stream|both
-  std::optional<std::string> by;            // --by pid|comm|cpu|cgroup|argN[:str][,argM[:str]]
-  bool no_sched_hook = false;               // --no-sched-hook
-  long long buffer_pages = 256;             // --buffer-pages
-  std::string thread_state = "auto";        // --thread-state
-  bool no_compensate = false;               // --no-compensate
-  std::optional<long long> recalibrate_ms;  // --recalibrate: 0 calibrates once, before the run
-  bool verbose = false;                     // -v
-  bool quiet = false;                       // -q: nothing but the report (and errors)
+  std::vector<std::string> funcs;     // --func, repeatable
+  std::vector<std::string> regions;   // --region [NAME=]START,END, repeatable
+  bool python = false;                // --python: Python functions (a region, keyed)
+  std::optional<long long> max_keys;  // --max-keys
+  std::optional<long long> top;       // --top
+  std::string backend = "auto";       // --backend auto|fentry|kprobe
+  std::string aggregate = "auto";     // --aggregate auto|kernel|stream|both
+  std::optional<std::string> by;      // --by pid|comm|cpu|cgroup|argN[:str][,argM[:str]]
+  bool no_sched_hook = false;         // --no-sched-hook
+  long long buffer_pages = 256;       // --buffer-pages
+  std::string thread_state = "auto";  // --thread-state
+  bool no_compensate = false;         // --no-compensate
+  bool verbose = false;               // -v
+  bool quiet = false;                 // -q: nothing but the report (and errors)
   // Per-cgroup counting / filtering.
   std::vector<std::string> cgroups;          // -G, comma lists, repeatable
   std::vector<std::string> for_each_cgroup;  // --for-each-cgroup DIR_OR_REGEX

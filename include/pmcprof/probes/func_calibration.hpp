@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -43,15 +42,6 @@ bool arm64_uprobe_simulates(std::uint32_t insn);
 //   tracepoint  the pair of a cheap syscall no target uses (getppid, getpid, ...); the
 //               syscall's own work is inside, so this is an upper bound: stated, never
 //               subtracted
-// A bias measured again during the run: how often, and the range of the on-CPU figures taken
-// off (alone; nested where paired) over its rounds.
-struct BiasRecalibration {
-  std::uint64_t every_ms = 0;
-  std::size_t rounds = 0;
-  std::uint64_t oncpu_min = 0, oncpu_max = 0;
-  std::optional<std::uint64_t> nested_oncpu_min, nested_oncpu_max;
-};
-
 struct ProbeBias {
   ProbeBackend backend = ProbeBackend::uprobe;
   std::optional<UprobeStart> start;  // uprobes
@@ -87,9 +77,6 @@ struct ProbeBias {
   // 0: a few calls much slower, which the median leaves out) adds up: k times it.
   std::vector<std::uint64_t> enclosed_noise;
   std::vector<std::uint64_t> enclosed_tail;
-  // Measured again during the run (--recalibrate); the fields above stay the calibration's
-  // before the run, and the noise floors are theirs.
-  std::optional<BiasRecalibration> recalibrated;
 };
 
 struct CalibrationRequest {
@@ -106,8 +93,6 @@ struct CalibrationRequest {
   // Whether a call of the run can enclose another probed call, so that what a probed call
   // costs its caller is needed (not when every target is a syscall: syscalls do not nest).
   bool nested = true;
-  // How often the run measures the probe's cost again (CalibrationTracker); 0: never.
-  std::uint64_t track_every_ms = 0;
 };
 
 // Calibrates on `object` (counters enabled, nothing else attached for the calibration id)
@@ -116,38 +101,6 @@ struct CalibrationRequest {
 // detached on `reaper`'s thread, so the run need not wait for it.
 ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& request,
                     LinkReaper& reaper);
-
-// The probe's cost moves with the host (this VM has phases ~25 % slower, from 50 ms to seconds
-// long: bench/RESULTS.md), so a run measures it again while it goes on: the calibration's
-// probes attached again at the first round, a small round each time (16 calls alone, 8 pairs
-// of outer calls), the medians of the last 4 rounds set in place of the calibration's (the
-// noise floors stay the calibration's).
-class CalibrationTracker {
- public:
-  CalibrationTracker();
-  ~CalibrationTracker();
-  CalibrationTracker(CalibrationTracker&&) noexcept;
-  CalibrationTracker& operator=(CalibrationTracker&&) noexcept;
-  bool active() const { return impl_ != nullptr; }
-  // Measures a round and sets the bias of the calibration's ids from the rounds kept; the
-  // figures to take off (as `bias`, from its last rounds: enclosed* for nested calls), or
-  // nullopt when the round measured nothing. `bias.recalibrated` records the range.
-  std::optional<ProbeBias> refresh(const FuncObject& object, ProbeBias& bias);
-  // Detaches its probes on `reaper`'s thread; refresh does nothing after.
-  void detach(LinkReaper& reaper);
-
-  struct Impl;
-
- private:
-  friend ProbeBias calibrate(const FuncObject&, const CalibrationRequest&, LinkReaper&,
-                             CalibrationTracker*);
-  std::unique_ptr<Impl> impl_;
-};
-
-// As above; with `request.track_every_ms` and a `tracker`, the tracker can measure again
-// (when the calibration measured something): CalibrationTracker::refresh.
-ProbeBias calibrate(const FuncObject& object, const CalibrationRequest& request, LinkReaper& reaper,
-                    CalibrationTracker* tracker);
 
 // What set_bias takes for a calibrated backend: per event, then wall, then on-CPU. The wall
 // slot is the on-CPU bias (the probe's time is on-CPU work): a call's two times lose the same,

@@ -180,16 +180,6 @@ struct ProbeBiasRow {
   };
   std::optional<Nested> nested;
   bool nested_subtracted = false;
-  // Measured again during the run (--recalibrate): how often, how many rounds, and the range
-  // of the on-CPU figures taken off over them (alone; nested when measured). The figures
-  // above are the calibration's before the run.
-  struct Recalibrated {
-    std::uint64_t every_ms = 0;
-    std::uint64_t rounds = 0;
-    double oncpu_ns_min = 0, oncpu_ns_max = 0;
-    std::optional<double> nested_oncpu_ns_min, nested_oncpu_ns_max;
-  };
-  std::optional<Recalibrated> recalibrated;
 };
 
 struct FunctionReport {

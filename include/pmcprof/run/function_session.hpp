@@ -43,8 +43,6 @@ struct FunctionPlan {
   std::size_t buffer_pages = 256;
   ThreadStore thread_store = ThreadStore::automatic;
   bool compensate = true;  // subtract the calibrated probe bias (--no-compensate)
-  // --recalibrate: how often the probe's cost is measured again during the run (0: never).
-  std::uint64_t recalibrate_ms = 100;
   bool verbose = false;
   bool quiet = false;
   std::vector<Cgroup> filter_cgroups;  // -G: only calls from tasks in these (or below)
