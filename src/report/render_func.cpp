@@ -46,8 +46,12 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
   auto flagged = [&d](double v, const std::string& text) {
     return d.below_floor(v) ? text + "*" : text;
   };
-  std::string cells = pad_left(format_amount(d.total, unit, true), 16) +
-                      pad_left(flagged(d.mean, format_amount(d.mean, unit, false)), 16);
+  // The total is the mean times the calls: below the floor with it.
+  std::string cells =
+      pad_left(d.below_floor(d.mean) ? format_amount(d.total, unit, true) + "*"
+                                     : format_amount(d.total, unit, true),
+               16) +
+      pad_left(flagged(d.mean, format_amount(d.mean, unit, false)), 16);
   bool any_flag = d.below_floor(d.mean);
   for (double v : {d.p50, d.p90, d.p99, d.min, d.max}) {
     cells += pad_left(d.percentiles ? flagged(v, format_point(v, unit)) : "-", 14);
@@ -467,13 +471,17 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     out << csv_field(f.function, sep) << sep << f.backend << sep << csv_field(f.by_value, sep)
         << sep << f.calls << sep << f.not_counted << sep << f.lost << sep << csv_field(name, sep)
         << sep << (unit.empty() ? "" : unit) << sep;
-    // Columns after p99: min, max, calls measured, estimated (0/1), aggregation, and the
+    // Columns after p99: min, max, calls measured, estimated (0/1), aggregation, the
     // function's calls seen but not measured or summed (too deep, unmatched, abandoned,
-    // re-entered, without state, not aggregated).
+    // re-entered, without state, not aggregated), and where a bias was taken off, the noise
+    // floor and the calls below it (a total or mean below it is no measurement).
     const std::uint64_t unmeasured = f.depth_overflow + f.unmatched_exits + f.abandoned +
                                      f.reentered + f.state_failed + f.not_aggregated;
+    const bool floor = d.noise_floor && d.status == CounterStatus::ok;
     const std::string tail = sep + std::to_string(d.measured) + sep + (d.estimated ? "1" : "0") +
-                             sep + r.aggregation + sep + std::to_string(unmeasured) + "\n";
+                             sep + r.aggregation + sep + std::to_string(unmeasured) + sep +
+                             (floor ? format_fixed(*d.noise_floor, 0) : "") + sep +
+                             (floor ? std::to_string(d.under_floor) : "") + "\n";
     if (d.status != CounterStatus::ok) {
       out << (d.status == CounterStatus::not_supported ? "<not supported>" : "<not counted>") << sep
           << sep << sep << sep << sep << sep << tail;
@@ -507,7 +515,7 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     const std::uint64_t unmeasured = f.depth_overflow + f.unmatched_exits + f.abandoned +
                                      f.reentered + f.state_failed + f.not_aggregated;
     out << sep << m.calls << sep << (m.estimated ? "1" : "0") << sep << r.aggregation << sep
-        << unmeasured << "\n";
+        << unmeasured << sep << sep << "\n";  // no noise floor: a metric is no difference
   };
   for (const auto& f : r.functions) {
     for (const auto& e : f.events) cell(e.per_call, e.event, e.unit, f);

@@ -163,7 +163,7 @@ class HistTest(unittest.TestCase):
                 sums[q] = sums.get(q, 0) + int(cells[8])
                 rows.setdefault(q, []).append(
                     (int(cells[6]), int(cells[7]) - 1 if cells[7] else None, int(cells[8])))
-            elif len(cells) == 19:
+            elif len(cells) == 21:
                 measured[cells[6]] = int(cells[15])  # the calls measured
         t.log(f"CSV hist sums {sums}, measured {measured}")
         self.assertEqual(sorted(sums), ["task-clock", "wall-time"])

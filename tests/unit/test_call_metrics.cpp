@@ -489,11 +489,11 @@ TEST(CallMetricRender, CsvAndPrometheus) {
       make_func_row("exact_fn", "uprobe", "", s, 0, kEvents, ipc_and_cpus_infos()));
   const std::string csv = render_func_csv(r);
   EXPECT_NE(
-      csv.find("exact_fn,uprobe,,11,0,0,metric:IPC,insn per cycle,1,1,1,1,1,1,1,10,0,kernel,0"),
+      csv.find("exact_fn,uprobe,,11,0,0,metric:IPC,insn per cycle,1,1,1,1,1,1,1,10,0,kernel,0,,\n"),
       std::string::npos)
       << csv;
   for (const auto& line : split(std::string(trim(csv)), '\n'))
-    EXPECT_EQ(split(line, ',').size(), 19u) << line;
+    EXPECT_EQ(split(line, ',').size(), 21u) << line;
   const std::string prom = render_prometheus(nullptr, &r, PrometheusStatus{});
   const std::string labels = "function=\"exact_fn\",metric=\"IPC\"";
   EXPECT_NE(prom.find("# TYPE pmcprof_function_metric_per_call_ratio summary"), std::string::npos);

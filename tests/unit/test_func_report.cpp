@@ -436,6 +436,24 @@ TEST(FuncReportText, NoWarningWithoutLoss) {
   EXPECT_EQ(render_func_text(r).find("WARNING"), std::string::npos);
 }
 
+TEST(FuncReportFloor, ATotalBelowTheFloorIsMarkedInTextAndCsv) {
+  // Issue 22 (11): more bias taken off than the calls measured leaves a total of 0; the mean
+  // is below the floor and so is the total (the mean times the calls): both marked in text,
+  // and CSV gives the floor and the calls under it instead of a bare 0.
+  FunctionReport r = sample_report();
+  Distribution& d = r.functions[0].oncpu;
+  d.total = 0;
+  d.mean = 0;
+  d.noise_floor = 50;
+  d.under_floor = 12000;
+  const std::string text = render_func_text(r);
+  EXPECT_NE(text.find("0.00 ns*        0.00 ns*"), std::string::npos) << text;
+  const std::string csv = render_func_csv(r);
+  EXPECT_NE(csv.find(",on-cpu-time,ns,0,0.00,140,260,990,80,12000,12340,0,stream,0,50,12000\n"),
+            std::string::npos)
+      << csv;
+}
+
 TEST(FuncReportCsv, EveryLineHasTheSameColumns) {
   const std::string csv = render_func_csv(sample_report());
   const auto lines = split(std::string(trim(csv)), '\n');
@@ -443,17 +461,19 @@ TEST(FuncReportCsv, EveryLineHasTheSameColumns) {
   ASSERT_EQ(lines.size(), 15u) << csv;
   const std::size_t columns = split(lines[0], ',').size();
   // function, backend, by, calls, not counted, lost, event, unit, total, mean, p50, p90, p99,
-  // then (new) min, max, calls measured, estimated, aggregation, calls not measured.
-  EXPECT_EQ(columns, 19u) << lines[0];
+  // then min, max, calls measured, estimated, aggregation, calls not measured, and (new) the
+  // noise floor and the calls below it.
+  EXPECT_EQ(columns, 21u) << lines[0];
   for (const auto& line : lines) EXPECT_EQ(split(line, ',').size(), columns) << line;
   EXPECT_EQ(lines[0].rfind("libc:malloc,uprobe,,12345,5,17,cycles,,4938000,", 0), 0u) << lines[0];
   EXPECT_NE(csv.find(",cache-misses,,<not supported>,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("syscall:getppid,tracepoint,,4,4,0,cycles,,<not counted>,"), std::string::npos)
       << csv;
-  // The new tail: min, max, measured calls, estimated, aggregation, calls not measured.
+  // The tail: min, max, measured calls, estimated, aggregation, calls not measured, noise
+  // floor and calls under it (empty: no bias taken off this row).
   EXPECT_EQ(lines[0],
             "libc:malloc,uprobe,,12345,5,17,cycles,,4938000,400.48,380,700,"
-            "2400,212,18000,12340,0,stream,0")
+            "2400,212,18000,12340,0,stream,0,,")
       << lines[0];
   EXPECT_EQ(split(lines[1], ',')[16], "1") << lines[1];  // instructions: estimated
   EXPECT_EQ(split(lines[1], ',')[15], "9000") << lines[1];
@@ -927,7 +947,7 @@ TEST(FuncReportPrecision, TextAndCsvPrintNoBucketDecimals) {
   // CSV: p50, p90, p99, min and max (columns 10 to 14) without decimals, in every row.
   for (const auto& line : split(std::string(trim(render_func_csv(r))), '\n')) {
     const auto cols = split(line, ',');
-    ASSERT_EQ(cols.size(), 19u) << line;
+    ASSERT_EQ(cols.size(), 21u) << line;
     for (std::size_t i = 10; i <= 14; ++i) EXPECT_EQ(cols[i].find('.'), std::string::npos) << line;
   }
 }
@@ -1115,7 +1135,7 @@ TEST(FuncReportBoth, TextAndCsvShowBothViews) {
   std::size_t stream = 0, kernel = 0;
   for (const auto& line : lines) {
     const auto cells = split(line, ',');
-    ASSERT_EQ(cells.size(), 19u) << line;
+    ASSERT_EQ(cells.size(), 21u) << line;
     stream += cells[17] == "stream";
     kernel += cells[17] == "kernel";
     // Calls not measured, per function: malloc 2 abandoned; tcp_sendmsg 1 re-entered and 3
@@ -1159,7 +1179,7 @@ TEST(FuncReportProbeCost, EveryFormatSaysWhatTheProbesCost) {
             std::string::npos)
       << text;
   const std::string csv = render_func_csv(r);
-  EXPECT_NE(csv.find("f,uprobe,,1,0,0,probe-cost,ns,6750,1500.00,,,,,,0,1,kernel,0\n"),
+  EXPECT_NE(csv.find("f,uprobe,,1,0,0,probe-cost,ns,6750,1500.00,,,,,,0,1,kernel,0,,\n"),
             std::string::npos)
       << csv;
   const json j = json::parse(render_func_json(r));
