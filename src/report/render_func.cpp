@@ -47,11 +47,10 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
     return d.below_floor(v) ? text + "*" : text;
   };
   // The total is the mean times the calls: below the floor with it.
-  std::string cells =
-      pad_left(d.below_floor(d.mean) ? format_amount(d.total, unit, true) + "*"
-                                     : format_amount(d.total, unit, true),
-               16) +
-      pad_left(flagged(d.mean, format_amount(d.mean, unit, false)), 16);
+  std::string cells = pad_left(d.below_floor(d.mean) ? format_amount(d.total, unit, true) + "*"
+                                                     : format_amount(d.total, unit, true),
+                               16) +
+                      pad_left(flagged(d.mean, format_amount(d.mean, unit, false)), 16);
   bool any_flag = d.below_floor(d.mean);
   for (double v : {d.p50, d.p90, d.p99, d.min, d.max}) {
     cells += pad_left(d.percentiles ? flagged(v, format_point(v, unit)) : "-", 14);

@@ -11,8 +11,8 @@
 #include "../../bpf/pmcprof.h"
 #include "pmcprof/report/func_report.hpp"
 #include "pmcprof/report/read_json.hpp"
-#include "pmcprof/util/strings.hpp"
 #include "pmcprof/stream/func_stats.hpp"
+#include "pmcprof/util/strings.hpp"
 
 using namespace pmcprof;
 using nlohmann::json;
