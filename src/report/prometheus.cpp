@@ -289,6 +289,19 @@ void function_metrics(Exposition& x, const FunctionReport& r) {
       x.add("pmcprof_function_unmeasured_calls_total", "counter",
             "Calls seen but not measured or not summed, by reason.", rl, static_cast<double>(n));
     }
+    // Where a bias was taken off: the calls whose value is below the noise floor, per quantity
+    // (a value, or a total, below it is no measurement of the function).
+    auto under_floor = [&](const std::string& quantity, const Distribution& d) {
+      if (!d.noise_floor || d.status != CounterStatus::ok) return;
+      Labels ql = fl;
+      ql.emplace_back("quantity", quantity);
+      x.add("pmcprof_function_under_noise_floor_calls_total", "counter",
+            "Calls whose value, the probe bias taken off, is below its noise floor.", ql,
+            static_cast<double>(d.under_floor));
+    };
+    under_floor("wall", f.wall);
+    under_floor("oncpu", f.oncpu);
+    for (const auto& e : f.events) under_floor(e.event, e.per_call);
     x.histogram("pmcprof_function_wall_seconds", "Wall time per call.", fl, f.wall_histogram,
                 f.wall.total, 1e-9, kTimeBuckets);
     x.histogram("pmcprof_function_oncpu_seconds", "On-CPU time per call.", fl, f.oncpu_histogram,

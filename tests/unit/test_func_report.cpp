@@ -452,6 +452,16 @@ TEST(FuncReportFloor, ATotalBelowTheFloorIsMarkedInTextAndCsv) {
   EXPECT_NE(csv.find(",on-cpu-time,ns,0,0.00,140,260,990,80,12000,12340,0,stream,0,50,12000\n"),
             std::string::npos)
       << csv;
+  // Prometheus: the calls under the floor, per quantity, where a floor exists (only there).
+  const std::string prom = render_prometheus(nullptr, &r, PrometheusStatus{});
+  EXPECT_NE(prom.find("pmcprof_function_under_noise_floor_calls_total{function=\"libc:malloc\","
+                      "quantity=\"oncpu\"} 12000\n"),
+            std::string::npos)
+      << prom;
+  EXPECT_EQ(prom.find("pmcprof_function_under_noise_floor_calls_total{function=\"libc:malloc\","
+                      "quantity=\"wall\"}"),
+            std::string::npos)
+      << prom;
 }
 
 TEST(FuncReportCsv, EveryLineHasTheSameColumns) {
