@@ -47,9 +47,7 @@ std::string dist_cells(const Distribution& d, const std::string& unit, std::uint
     return d.below_floor(v) ? text + "*" : text;
   };
   // The total is the mean times the calls: below the floor with it.
-  std::string cells = pad_left(d.below_floor(d.mean) ? format_amount(d.total, unit, true) + "*"
-                                                     : format_amount(d.total, unit, true),
-                               16) +
+  std::string cells = pad_left(flagged(d.mean, format_amount(d.total, unit, true)), 16) +
                       pad_left(flagged(d.mean, format_amount(d.mean, unit, false)), 16);
   bool any_flag = d.below_floor(d.mean);
   for (double v : {d.p50, d.p90, d.p99, d.min, d.max}) {
@@ -459,6 +457,13 @@ std::string csv_number(double v) {
   return buf;
 }
 
+// The function's calls seen but not measured or summed (too deep, unmatched, abandoned,
+// re-entered, without state, not aggregated): CSV's `unmeasured` column.
+std::uint64_t unmeasured_calls(const FuncRow& f) {
+  return f.depth_overflow + f.unmatched_exits + f.abandoned + f.reentered + f.state_failed +
+         f.not_aggregated;
+}
+
 void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep,
               const HistOptions& hist, bool summary = false) {
   auto cell = [&](const Distribution& d, const std::string& name, const std::string& unit,
@@ -470,15 +475,12 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     out << csv_field(f.function, sep) << sep << f.backend << sep << csv_field(f.by_value, sep)
         << sep << f.calls << sep << f.not_counted << sep << f.lost << sep << csv_field(name, sep)
         << sep << (unit.empty() ? "" : unit) << sep;
-    // Columns after p99: min, max, calls measured, estimated (0/1), aggregation, the
-    // function's calls seen but not measured or summed (too deep, unmatched, abandoned,
-    // re-entered, without state, not aggregated), and where a bias was taken off, the noise
-    // floor and the calls below it (a total or mean below it is no measurement).
-    const std::uint64_t unmeasured = f.depth_overflow + f.unmatched_exits + f.abandoned +
-                                     f.reentered + f.state_failed + f.not_aggregated;
+    // Columns after p99: min, max, calls measured, estimated (0/1), aggregation, the calls not
+    // measured (unmeasured_calls), and where a bias was taken off, the noise floor and the
+    // calls below it (a total or mean below it is no measurement).
     const bool floor = d.noise_floor && d.status == CounterStatus::ok;
     const std::string tail = sep + std::to_string(d.measured) + sep + (d.estimated ? "1" : "0") +
-                             sep + r.aggregation + sep + std::to_string(unmeasured) + sep +
+                             sep + r.aggregation + sep + std::to_string(unmeasured_calls(f)) + sep +
                              (floor ? format_fixed(*d.noise_floor, 0) : "") + sep +
                              (floor ? std::to_string(d.under_floor) : "") + "\n";
     if (d.status != CounterStatus::ok) {
@@ -511,10 +513,8 @@ void csv_rows(std::ostream& out, const FunctionReport& r, const std::string& sep
     const bool values = m.per_call && m.calls > 0;
     for (double v : {m.mean, m.p50, m.p90, m.p99, m.min, m.max})
       out << sep << (values ? csv_number(v) : "");
-    const std::uint64_t unmeasured = f.depth_overflow + f.unmatched_exits + f.abandoned +
-                                     f.reentered + f.state_failed + f.not_aggregated;
     out << sep << m.calls << sep << (m.estimated ? "1" : "0") << sep << r.aggregation << sep
-        << unmeasured << sep << sep << "\n";  // no noise floor: a metric is no difference
+        << unmeasured_calls(f) << sep << sep << "\n";  // no noise floor: a metric is no difference
   };
   for (const auto& f : r.functions) {
     for (const auto& e : f.events) cell(e.per_call, e.event, e.unit, f);
