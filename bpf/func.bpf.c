@@ -334,6 +334,15 @@ struct {
   __uint(max_entries, 1); /* n_funcs + 1 (calibration) */
 } func_stats SEC(".maps");
 
+/* Syscalls probed through the raw sys_enter/sys_exit tracepoints: [number] -> the cookie
+ * (PMCPROF_COOKIE_SET | probe cookie), 0 where not probed. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __type(key, __u32);
+  __type(value, __u64);
+  __uint(max_entries, 1); /* PMCPROF_MAX_SYSCALL_NR where used */
+} syscall_ids SEC(".maps");
+
 /* Processes (--  CMD, -p) that could not be added to `tracked`: their calls are missed. */
 __u64 untracked = 0;
 
@@ -1542,6 +1551,71 @@ int syscall_exit(void *ctx) { return on_exit(ctx, bpf_get_attach_cookie(ctx)); }
 
 SEC("tracepoint")
 int tracepoint_hit(void *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); }
+
+/* Syscalls by number: one program at each of the raw sys_enter and sys_exit tracepoints, which
+ * every syscall of the machine passes, looks the number up in syscall_ids. Beside a pair of
+ * syscalls:sys_enter_NAME/sys_exit_NAME perf events per syscall this skips the perf
+ * tracepoint's record (its arguments copied for every call), and attaching or detaching costs
+ * no RCU grace period per syscall (a perf tracepoint's last close waits for one, ~30 ms here).
+ * Every syscall pays the lookup; with any syscall tracepoint enabled every syscall already
+ * takes the kernel's slow path that fires these. */
+#if defined(__TARGET_ARCH_arm64)
+struct pt_regs___arm64 {
+  __s32 syscallno;
+} __attribute__((preserve_access_index));
+struct thread_info___arm64 {
+  unsigned long flags;
+} __attribute__((preserve_access_index));
+#define PMCPROF_TIF_32BIT 22 /* arm64's TIF_32BIT: an AArch32 task */
+#endif
+
+#if defined(__TARGET_ARCH_x86)
+struct thread_info___x86 {
+  __u32 status;
+} __attribute__((preserve_access_index));
+#define PMCPROF_TS_COMPAT 0x0002 /* x86's TS_COMPAT: an ia32 syscall is running */
+#endif
+
+/* syscall_ids' entry of syscall `nr` (PMCPROF_COOKIE_SET | its probe cookie), 0 when it is not
+ * probed. A 32-bit task's numbers are another table's: the kernel's syscall tracepoints ignore
+ * its syscalls (trace_get_syscall_nr is -1 for them), and so does this. */
+static __always_inline __u64 syscall_entry_of(long nr) {
+  __u32 key = (__u32)nr;
+  if (nr < 0 || nr >= PMCPROF_MAX_SYSCALL_NR) return 0;
+  __u64 *c = bpf_map_lookup_elem(&syscall_ids, &key);
+  if (!c || !*c) return 0;
+  struct task_struct *task = bpf_get_current_task_btf();
+#if defined(__TARGET_ARCH_x86)
+  if (bpf_core_field_exists(struct thread_info___x86, status) &&
+      (((struct thread_info___x86 *)&task->thread_info)->status & PMCPROF_TS_COMPAT))
+    return 0;
+#elif defined(__TARGET_ARCH_arm64)
+  if (((struct thread_info___arm64 *)&task->thread_info)->flags & (1ul << PMCPROF_TIF_32BIT))
+    return 0;
+#endif
+  return *c;
+}
+
+/* The syscall's number at its exit, as the kernel's tracepoints read it (syscall_get_nr). */
+static __always_inline long syscall_nr_at_exit(struct pt_regs *regs) {
+#if defined(__TARGET_ARCH_arm64)
+  return ((struct pt_regs___arm64 *)regs)->syscallno;
+#else
+  return regs->orig_ax;
+#endif
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(syscall_entry_raw, struct pt_regs *regs, long id) {
+  const __u64 c = syscall_entry_of(id);
+  return c ? on_entry(ctx, c & ~PMCPROF_COOKIE_SET, 0, NULL) : 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(syscall_exit_raw, struct pt_regs *regs, long ret) {
+  const __u64 c = syscall_entry_of(syscall_nr_at_exit(regs));
+  return c ? on_exit(ctx, c & ~PMCPROF_COOKIE_SET) : 0;
+}
 
 /* fentry/fexit: loaded once against one target, then cloned per target by the loader with
  * that target's BTF id and linked with the function id as cookie. Autoload off unless the run

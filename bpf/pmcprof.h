@@ -42,6 +42,10 @@
 #define PMCPROF_COOKIE_HIT_SHIFT 49
 #define PMCPROF_COOKIE_HIT_MASK 0xfull
 #define PMCPROF_COOKIE_HIT_PAIR (1ull << 53)
+/* bit 63: a syscall_ids entry in use (a function id 0 without other bits is a cookie of 0). */
+#define PMCPROF_COOKIE_SET (1ull << 63)
+/* syscall_ids' size: syscall numbers below it are probed through the raw tracepoints. */
+#define PMCPROF_MAX_SYSCALL_NR 1024
 #define PMCPROF_MAX_KEY_SLOTS 4096
 
 /* ---- --by argN: keys read from a start probe's arguments ----

@@ -13,12 +13,44 @@
 #include <cstring>
 #include <vector>
 
+#include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
 namespace pmcprof {
 
 void BpfLink::Deleter::operator()(bpf_link* link) const {
   bpf_link__destroy(link);
+}
+
+BpfLink::BpfLink(std::shared_ptr<const Fd> map, std::uint32_t key, std::uint64_t value)
+    : key_(key) {
+  if (bpf_map_update_elem(map->get(), &key, &value, BPF_ANY) != 0)
+    throw SystemError("cannot set entry " + std::to_string(key) +
+                      " of a BPF map: " + errno_string(errno));
+  map_ = std::move(map);
+}
+
+BpfLink& BpfLink::operator=(BpfLink&& other) noexcept {
+  if (this != &other) {
+    reset();
+    link_ = std::move(other.link_);
+    fd_ = std::move(other.fd_);
+    map_ = std::move(other.map_);
+    key_ = other.key_;
+  }
+  return *this;
+}
+
+void BpfLink::reset() {
+  link_.reset();
+  fd_.reset();
+  if (map_) {
+    // An array's entries cannot be deleted: zero is "not probed". (An update of an index the
+    // first update took, in a map held open, does not fail.)
+    const std::uint64_t zero = 0;
+    (void)bpf_map_update_elem(map_->get(), &key_, &zero, BPF_ANY);
+    map_.reset();
+  }
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 // clang-format on
 #include "pmcprof/platform/system.hpp"
 #include "pmcprof/probes/percpu_map.hpp"
+#include "pmcprof/probes/syscall_numbers.hpp"
 #include "pmcprof/util/error.hpp"
 #include "pmcprof/util/strings.hpp"
 
@@ -172,11 +174,14 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   create_map(skel->maps.key_specs, by_args ? at_least_one(config.key_slots) : 0);
   create_map(skel->maps.guard, kernel_agg ? 1 : 0);
   size_map(skel->maps.func_stats, n_ids);
+  create_map(skel->maps.syscall_ids, config.raw_syscalls ? PMCPROF_MAX_SYSCALL_NR : 0);
 
   bpf_program__set_autoload(skel->progs.func_entry, config.probe_programs);
   bpf_program__set_autoload(skel->progs.func_exit, config.probe_programs);
   bpf_program__set_autoload(skel->progs.syscall_entry, config.syscall_programs);
   bpf_program__set_autoload(skel->progs.syscall_exit, config.syscall_programs);
+  bpf_program__set_autoload(skel->progs.syscall_entry_raw, config.raw_syscalls);
+  bpf_program__set_autoload(skel->progs.syscall_exit_raw, config.raw_syscalls);
   bpf_program__set_autoload(skel->progs.probe_hit, config.hit_programs);
   // Uprobes through multi-uprobe links (config.uprobe_multi) where the kernel makes them:
   // their programs are loaded for that attach type, beside those for kprobes.
@@ -195,7 +200,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   bpf_program__set_autoload(skel->progs.on_switch, config.sched_hook);
   bpf_program__set_autoload(skel->progs.on_fork, config.follow_tgids);
   // A thread's exit frees its deep frames (and, with the hash store, its state).
-  const bool frames = config.probe_programs || config.syscall_programs;
+  const bool frames = config.probe_programs || config.syscall_programs || config.raw_syscalls;
   bpf_program__set_autoload(skel->progs.on_task_exit, hash_store || config.follow_tgids || frames);
   // exec ends the old image's calls and regions (frames exist only with entry/exit programs).
   bpf_program__set_autoload(skel->progs.on_exec, frames);
@@ -211,6 +216,16 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
         "pmcprof doctor lists what this kernel has");
   check_bpf_load(err, "function-mode");
   obj.events_.fill(bpf_map__fd(skel->maps.counters), counters);
+  if (config.raw_syscalls) {
+    // Every syscall of the machine runs these from now on, finding no number until one is
+    // probed (attach_syscall).
+    Fd ids(::fcntl(bpf_map__fd(skel->maps.syscall_ids), F_DUPFD_CLOEXEC, 0));
+    if (!ids) throw SystemError("cannot hold the syscall_ids map: " + errno_string(errno));
+    obj.syscall_ids_ = std::make_shared<const Fd>(std::move(ids));
+    for (bpf_program* prog : {skel->progs.syscall_entry_raw, skel->progs.syscall_exit_raw})
+      obj.raw_links_.push_back(check_link(
+          bpf_program__attach(prog), std::string("raw tracepoint ") + bpf_program__name(prog)));
+  }
   return obj;
 }
 
@@ -247,9 +262,21 @@ std::vector<BpfLink> FuncObject::attach_kprobe(std::uint64_t id,
   return links;
 }
 
+std::optional<std::uint32_t> FuncObject::raw_syscall_number(std::uint64_t id,
+                                                             const std::string& syscall) {
+  const std::uint64_t spec = (id >> PMCPROF_COOKIE_SPEC_SHIFT) & PMCPROF_COOKIE_SPEC_MASK;
+  const auto nr = syscall_number(syscall);
+  if (spec != 0 || !nr || *nr < 0 || *nr >= PMCPROF_MAX_SYSCALL_NR) return std::nullopt;
+  return static_cast<std::uint32_t>(*nr);
+}
+
 std::vector<BpfLink> FuncObject::attach_syscall(std::uint64_t id,
                                                 const std::string& syscall) const {
   std::vector<BpfLink> links;
+  if (const auto nr = raw_syscall_number(id, syscall); nr && syscall_ids_) {
+    links.emplace_back(syscall_ids_, *nr, id | PMCPROF_COOKIE_SET);
+    return links;
+  }
   LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = id);
   const std::string enter = "sys_enter_" + syscall, exit = "sys_exit_" + syscall;
   links.push_back(check_link(bpf_program__attach_tracepoint_opts(skel_->progs.syscall_entry,
@@ -436,7 +463,7 @@ std::vector<BpfLink> FuncObject::attach_scheduler_hooks() const {
     links.push_back(check_link(bpf_program__attach(skel_->progs.on_switch), "sched_switch"));
   if (config_.follow_tgids)
     links.push_back(check_link(bpf_program__attach(skel_->progs.on_fork), "sched_process_fork"));
-  const bool frames = config_.probe_programs || config_.syscall_programs;
+  const bool frames = config_.probe_programs || config_.syscall_programs || config_.raw_syscalls;
   if (store_ == ThreadStore::hash || config_.follow_tgids || frames)
     links.push_back(
         check_link(bpf_program__attach(skel_->progs.on_task_exit), "sched_process_exit"));

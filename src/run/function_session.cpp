@@ -266,7 +266,10 @@ struct FunctionSession::State {
       if (p.shape == MeasureShape::function) {
         c.probe_programs |= p.backend == ProbeBackend::uprobe ||
                             p.backend == ProbeBackend::kprobe || p.kprobe_fallback;
-        c.syscall_programs |= p.backend == ProbeBackend::tracepoint;
+        if (p.backend == ProbeBackend::tracepoint)
+          (FuncObject::raw_syscall_number(probe_cookie(p.func_id, p.key_slot), p.target.name)
+               ? c.raw_syscalls
+               : c.syscall_programs) = true;
         continue;
       }
       for (const ProbeSite* site : {p.begin ? &*p.begin : nullptr, p.end ? &*p.end : nullptr}) {

@@ -15,18 +15,22 @@ struct bpf_link;
 
 namespace pmcprof {
 
-// Owns one attachment; destroying it detaches. Either a libbpf link or the fd of a link the
-// kernel made for pmcprof directly (create_uprobe_multi_link: libbpf 1.1 predates that link).
+// Owns one attachment; destroying it detaches. Either a libbpf link, the fd of a link the
+// kernel made for pmcprof directly (create_uprobe_multi_link: libbpf 1.1 predates that link),
+// or an entry of a BPF array map through which an attached program acts on one point (a
+// syscall's number in syscall_ids): detaching zeroes the entry.
 class BpfLink {
  public:
   BpfLink() = default;
   explicit BpfLink(bpf_link* link) : link_(link) {}
   explicit BpfLink(Fd link_fd) : fd_(std::move(link_fd)) {}
-  explicit operator bool() const { return link_ || fd_; }
-  void reset() {
-    link_.reset();
-    fd_.reset();
-  }
+  // Sets `map`[key] to `value` (an array of 64-bit values); throws SystemError.
+  BpfLink(std::shared_ptr<const Fd> map, std::uint32_t key, std::uint64_t value);
+  BpfLink(BpfLink&&) noexcept = default;
+  BpfLink& operator=(BpfLink&& other) noexcept;
+  ~BpfLink() { reset(); }
+  explicit operator bool() const { return link_ || fd_ || map_; }
+  void reset();
 
  private:
   struct Deleter {
@@ -34,6 +38,8 @@ class BpfLink {
   };
   std::unique_ptr<bpf_link, Deleter> link_;
   Fd fd_;
+  std::shared_ptr<const Fd> map_;
+  std::uint32_t key_ = 0;
 };
 
 // One probe of a multi-uprobe link: a file offset, its USDT semaphore's (0: none), its cookie.

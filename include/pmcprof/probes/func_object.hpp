@@ -92,6 +92,9 @@ struct FuncObjectConfig {
   bool uprobe_multi = false;
   bool probe_programs = false;          // func_entry/func_exit: kprobes and uprobes
   bool syscall_programs = false;        // syscall_entry/syscall_exit: any tracepoint
+  // syscall_entry_raw/syscall_exit_raw: syscalls by number (raw_syscall()), at the raw
+  // sys_enter/sys_exit tracepoints, attached with the object.
+  bool raw_syscalls = false;
   bool hit_programs = false;            // probe_hit: single USDT probes, uprobes, kprobes
   bool tracepoint_hit_program = false;  // tracepoint_hit: single tracepoints
   // Per-call metrics the kernel aggregation computes (at most kMaxCallMetrics).
@@ -156,7 +159,14 @@ class FuncObject {
   std::vector<BpfLink> attach_uprobe(std::uint64_t id, const std::string& binary,
                                      std::uint64_t offset, pid_t pid = -1) const;
   std::vector<BpfLink> attach_kprobe(std::uint64_t id, const std::string& function) const;
+  // A syscall: by its number where raw_syscall() (one entry of a map), else its two
+  // tracepoints.
   std::vector<BpfLink> attach_syscall(std::uint64_t id, const std::string& syscall) const;
+  // The number by which an object with raw_syscalls takes `syscall` at a point of cookie
+  // `id`: known (syscall_number), and no argument read there (a tracepoint's fields are read
+  // from its own record). nullopt: its two tracepoints instead.
+  static std::optional<std::uint32_t> raw_syscall_number(std::uint64_t id,
+                                                         const std::string& syscall);
   // One program at one point (regions, single probes, USDT): a uprobe (retprobe: a
   // uretprobe) at a file offset, with a USDT semaphore (its file offset, 0: none) that the
   // kernel raises while it is attached; a kprobe (kretprobe); a tracepoint. Throw UserError.
@@ -245,6 +255,8 @@ class FuncObject {
   ThreadStore store_ = ThreadStore::task_storage;
   bool uprobe_multi_ = false;
   Skeleton<func_bpf, destroy> skel_;
+  std::shared_ptr<const Fd> syscall_ids_;  // syscall_ids, held by each syscall's entry
+  std::vector<BpfLink> raw_links_;         // detached before the skeleton goes
 };
 
 // The memory of every BPF map in fdinfo text ("memlock:" and "map_type:"), for unit tests.
