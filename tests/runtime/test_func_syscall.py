@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""--func syscall:getppid through the sys_enter/sys_exit tracepoint pair, paired per thread.
+"""--func syscall:NAME: by the syscall's number at the raw sys_enter/sys_exit tracepoints, or
+through its own syscalls:sys_enter_NAME/sys_exit_NAME pair where arguments are read, paired per
+thread.
 
 `pmcprof stat -e task-clock --aggregate both --func syscall:getppid -- func_workload getppid
 10000`, while a sibling func_workload (started by this test, outside pmcprof) calls getppid in a
@@ -8,14 +10,39 @@ calls == 10000 exactly, backend "tracepoint", not_counted rare (testlib counted_
 is small and positive (p50 between 10 ns and 1 ms), sum of task-clock == on-CPU time within 5%
 (short calls: probe jitter is a larger share).
 
+Also: a 32-bit (ia32) program's syscalls are not the 64-bit ones of the same number (its getppid
+is 64, which is semget's on x86-64): 1,000 of them count for neither syscall:semget nor
+syscall:getppid, as perf's syscall tracepoints ignore them; and `--by arg1:str` on openat (its
+tracepoints, which hold the arguments) gives each path its exact number of opens.
+
 Usage: test_func_syscall.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
+import os
+import platform
+import subprocess
 import sys
+import tempfile
 import unittest
 
 import pmcprof_testlib as t
 
 N = 10000
+
+# ia32: `int $0x80` with eax 64 (getppid there) IA32_CALLS times, then exit(0).
+IA32_CALLS = 1000
+IA32_SOURCE = f"""
+.globl _start
+_start:
+  mov ${IA32_CALLS}, %esi
+1:
+  mov $64, %eax
+  int $0x80
+  dec %esi
+  jnz 1b
+  mov $1, %eax
+  xor %ebx, %ebx
+  int $0x80
+"""
 
 
 class SyscallTest(unittest.TestCase):
@@ -45,6 +72,50 @@ class SyscallTest(unittest.TestCase):
             self.assertGreater(tc["p50"], 10)
             self.assertLess(tc["p50"], 1e6)
             t.assert_within(self, tc["total"], row["oncpu_ns"], 0.05, "task-clock vs on-CPU time")
+
+    def test_ia32_syscalls_are_not_64_bit_ones(self):
+        if platform.machine() != "x86_64":
+            self.skipTest("ia32 syscalls exist on x86-64 only")
+        with tempfile.TemporaryDirectory() as tmp:
+            src, exe = os.path.join(tmp, "ia32.S"), os.path.join(tmp, "ia32")
+            with open(src, "w") as f:
+                f.write(IA32_SOURCE)
+            cc = subprocess.run(["cc", "-m32", "-nostdlib", "-static", "-o", exe, src],
+                                capture_output=True, text=True)
+            if cc.returncode != 0:
+                self.skipTest(f"cannot build a 32-bit program here: {cc.stderr.strip()[:200]}")
+            ran = subprocess.run([exe], capture_output=True)
+            if ran.returncode != 0:
+                self.skipTest("this kernel does not run 32-bit programs (no IA32 emulation)")
+            s = t.func_stat(["-e", "task-clock", "--func", "syscall:semget", "--func",
+                             "syscall:getppid"], command=[exe])
+        self.assertEqual(s.returncode, 0, s.stderr)
+        rep = t.report_of(s, "kernel")
+        for name in ("syscall:semget", "syscall:getppid"):
+            row = t.func_row(rep, name)
+            t.log(f"{name}: {t.describe_func_row(row)}")
+            self.assertEqual(row["calls"], 0, f"{name}: the ia32 program's getppid calls")
+            self.assertEqual(row["unmatched_exits"], 0, name)
+
+    def test_keyed_by_path(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+            for p in (a, b):
+                with open(p, "w") as f:
+                    f.write("x\n")
+            s = t.func_stat(["-e", "task-clock", "--aggregate", "both", "--func",
+                             "syscall:openat", "--by", "arg1:str"], command=["cat", a, b, a])
+        self.assertEqual(s.returncode, 0, s.stderr)
+        for agg in ("stream", "kernel"):
+            rep = t.report_of(s, agg)
+            calls = {}
+            for row in t.func_rows(rep, "syscall:openat"):
+                self.assertEqual(row["backend"], "tracepoint")
+                if all(isinstance(a, str) for a in row.get("args", [{}])):
+                    calls[tuple(row["args"])] = row["calls"]
+            t.log(f"[{agg}] {calls}")
+            self.assertEqual(calls.get((a,)), 2, f"{agg}: opens of {a}")
+            self.assertEqual(calls.get((b,)), 1, f"{agg}: opens of {b}")
 
 
 if __name__ == "__main__":
