@@ -1560,7 +1560,7 @@ int tracepoint_hit(void *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); 
  * Every syscall pays the lookup; with any syscall tracepoint enabled every syscall already
  * takes the kernel's slow path that fires these. */
 #if defined(__TARGET_ARCH_arm64)
-struct pt_regs___arm64 {
+struct pt_regs___syscallno {
   __s32 syscallno;
 } __attribute__((preserve_access_index));
 struct thread_info___arm64 {
@@ -1599,7 +1599,7 @@ static __always_inline __u64 syscall_entry_of(long nr) {
 /* The syscall's number at its exit, as the kernel's tracepoints read it (syscall_get_nr). */
 static __always_inline long syscall_nr_at_exit(struct pt_regs *regs) {
 #if defined(__TARGET_ARCH_arm64)
-  return ((struct pt_regs___arm64 *)regs)->syscallno;
+  return ((struct pt_regs___syscallno *)regs)->syscallno;
 #else
   return regs->orig_ax;
 #endif
