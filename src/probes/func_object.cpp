@@ -263,7 +263,7 @@ std::vector<BpfLink> FuncObject::attach_kprobe(std::uint64_t id,
 }
 
 std::optional<std::uint32_t> FuncObject::raw_syscall_number(std::uint64_t id,
-                                                             const std::string& syscall) {
+                                                            const std::string& syscall) {
   const std::uint64_t spec = (id >> PMCPROF_COOKIE_SPEC_SHIFT) & PMCPROF_COOKIE_SPEC_MASK;
   const auto nr = syscall_number(syscall);
   if (spec != 0 || !nr || *nr < 0 || *nr >= PMCPROF_MAX_SYSCALL_NR) return std::nullopt;

@@ -18,10 +18,9 @@ struct SyscallNumber {
 
 std::optional<long> syscall_number(std::string_view name) {
 #if defined(__x86_64__) || defined(__aarch64__)
-  const auto* it = std::lower_bound(std::begin(kSyscalls), std::end(kSyscalls), name,
-                                    [](const SyscallNumber& s, std::string_view n) {
-                                      return s.name < n;
-                                    });
+  const auto* it =
+      std::lower_bound(std::begin(kSyscalls), std::end(kSyscalls), name,
+                       [](const SyscallNumber& s, std::string_view n) { return s.name < n; });
   if (it == std::end(kSyscalls) || it->name != name) return std::nullopt;
   return it->nr;
 #else

@@ -90,8 +90,8 @@ struct FuncObjectConfig {
   // programs run with preemption off), and a call whose entry or exit program is preempted is
   // not counted: runs with up to kUprobeMultiAbove user points keep perf-event uprobes.
   bool uprobe_multi = false;
-  bool probe_programs = false;          // func_entry/func_exit: kprobes and uprobes
-  bool syscall_programs = false;        // syscall_entry/syscall_exit: any tracepoint
+  bool probe_programs = false;    // func_entry/func_exit: kprobes and uprobes
+  bool syscall_programs = false;  // syscall_entry/syscall_exit: any tracepoint
   // syscall_entry_raw/syscall_exit_raw: syscalls by number (raw_syscall()), at the raw
   // sys_enter/sys_exit tracepoints, attached with the object.
   bool raw_syscalls = false;
