@@ -63,12 +63,12 @@ def main():
     for name, binary in (("pmcprof", opts.pmcprof), ("pmcprof-old", opts.pmcprof_old)):
         if binary:
             variants[name] = [os.path.abspath(binary), "stat", "-a", "-o", "/dev/null", "-e",
-                              "task-clock", "--func", "syscall:getpid", "--", "sleep", span]
+                              "task-clock", "--func", "syscall:getpid", "--", "/bin/sleep", span]
     if shutil.which("bpftrace"):
         variants["bpftrace"] = [shutil.which("bpftrace"), "-e",
                                 "tracepoint:syscalls:sys_enter_getpid,"
                                 "tracepoint:syscalls:sys_exit_getpid { @ = count(); }",
-                                "-c", f"sleep {span}"]
+                                "-c", f"/bin/sleep {span}"]
     names = list(variants)
     per_call = {n: [] for n in names}
     for r in range(1 + opts.rounds):
