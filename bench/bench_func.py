@@ -81,8 +81,8 @@ def workload_argv(opts, mode, n):
     return [opts.workload, mode, str(n)]
 
 
-def pmcprof_argv(opts, target, mode, n, agg, extra=(), out=None, copies=1):
-    argv = [opts.pmcprof, "stat", "-j", "-o", out or os.devnull, "-e", EVENTS, "--aggregate", agg,
+def pmcprof_argv(opts, target, mode, n, agg, extra=(), out=None, copies=1, binary=None):
+    argv = [binary or opts.pmcprof, "stat", "-j", "-o", out or os.devnull, "-e", EVENTS, "--aggregate", agg,
             *extra, "--func", target, "--"]
     if copies == 1:
         return argv + workload_argv(opts, mode, n)
@@ -130,6 +130,9 @@ def variants_for(part, opts):
             vs.append(Variant(name, "pmcprof",
                               (lambda agg, extra: lambda out: pmcprof_argv(
                                   opts, target, mode, n, agg, extra, out))(agg, extra), n))
+    if opts.pmcprof_old:
+        vs.append(Variant("pmcprof-old kernel", "pmcprof", lambda out: pmcprof_argv(
+            opts, target, mode, n, "kernel", (), out, binary=opts.pmcprof_old), n))
     return vs
 
 
@@ -432,6 +435,8 @@ def print_overhead(part, s):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pmcprof", required=True)
+    ap.add_argument("--pmcprof-old", help="another build, run with kernel aggregation beside "
+                    "(an anchor in the same run for a change's effect)")
     ap.add_argument("--workload", help="func_workload (default: workloads/ beside --pmcprof)")
     ap.add_argument("--bpftrace", default=shutil.which("bpftrace") or "/usr/bin/bpftrace")
     ap.add_argument("--parts", default="abc", help="any of a, b, c (default abc)")
@@ -451,6 +456,8 @@ def main():
     ap.add_argument("--json", help="also write the figures to this file")
     opts = ap.parse_args()
     opts.pmcprof = os.path.abspath(opts.pmcprof)
+    if opts.pmcprof_old:
+        opts.pmcprof_old = os.path.abspath(opts.pmcprof_old)
     opts.workload = os.path.abspath(opts.workload or os.path.join(
         os.path.dirname(opts.pmcprof), "workloads", "func_workload"))
     opts.pages = [int(x) for x in opts.pages.split(",")]
