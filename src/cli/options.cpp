@@ -181,6 +181,10 @@ void add_stat_flags(CLI::App& stat, StatOptions& o, bool for_serve = false) {
       ->type_name("KEY");
   stat.add_flag("--no-sched-hook", o.no_sched_hook,
                 "No sched_switch hook: lowest overhead, wrong for functions that sleep or migrate");
+  stat.add_flag("--syscall-tracepoints", o.syscall_tracepoints,
+                "Probe each syscall through its own syscalls:sys_enter_NAME/sys_exit_NAME "
+                "tracepoints, not by number at the raw ones: other syscalls pay less, the run's "
+                "end waits ~30 ms per tracepoint");
   add_number(stat, "--buffer-pages", o.buffer_pages, "--buffer-pages", 1, kMaxBufferPages,
              "Per-CPU pages of the per-call stream's ring (power of two)")
       ->type_name("N");

@@ -286,6 +286,7 @@ void validate_function_mode(const StatOptions& opts) {
                             : opts.max_keys               ? "--max-keys"
                             : opts.top                    ? "--top"
                             : opts.no_sched_hook          ? "--no-sched-hook"
+                            : opts.syscall_tracepoints    ? "--syscall-tracepoints"
                             : opts.buffer_pages != 256    ? "--buffer-pages"
                             : opts.thread_state != "auto" ? "--thread-state"
                             : opts.no_compensate          ? "--no-compensate"
@@ -473,6 +474,7 @@ FunctionPlan make_function_plan(const StatOptions& opts, std::vector<ResolvedGro
     plan.top = static_cast<std::size_t>(*opts.top);
   }
   plan.sched_hook = !opts.no_sched_hook;
+  plan.syscall_tracepoints = opts.syscall_tracepoints;
   plan.buffer_pages = validate_buffer_pages(opts.buffer_pages);
   plan.thread_store = parse_thread_store(opts.thread_state);
   plan.compensate = !opts.no_compensate;

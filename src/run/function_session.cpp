@@ -110,16 +110,17 @@ std::uint32_t own_events(const std::vector<ResolvedGroup>& groups, const Counter
 
 // The number by which a syscall target is probed at the raw sys_enter/sys_exit tracepoints;
 // nullopt for its own tracepoints (or any other point).
-std::optional<std::uint32_t> raw_syscall_number(const AttachPoint& p) {
-  if (p.shape != MeasureShape::function || p.backend != ProbeBackend::tracepoint)
+std::optional<std::uint32_t> raw_syscall_number(const AttachPoint& p, const FunctionPlan& plan) {
+  if (p.shape != MeasureShape::function || p.backend != ProbeBackend::tracepoint ||
+      plan.syscall_tracepoints)
     return std::nullopt;
   return FuncObject::raw_syscall_number(probe_cookie(p.func_id, p.key_slot), p.target.name);
 }
 
 // -v: how a syscall target is probed.
-std::string syscall_how(const AttachPoint& p) {
+std::string syscall_how(const AttachPoint& p, const FunctionPlan& plan) {
   if (p.shape != MeasureShape::function || p.backend != ProbeBackend::tracepoint) return "";
-  if (const auto nr = raw_syscall_number(p))
+  if (const auto nr = raw_syscall_number(p, plan))
     return " (syscall " + std::to_string(*nr) + " at the raw sys_enter/sys_exit tracepoints)";
   return " (syscalls:sys_enter_" + p.target.name + " and sys_exit_" + p.target.name + ")";
 }
@@ -283,7 +284,7 @@ struct FunctionSession::State {
         c.probe_programs |= p.backend == ProbeBackend::uprobe ||
                             p.backend == ProbeBackend::kprobe || p.kprobe_fallback;
         if (p.backend == ProbeBackend::tracepoint)
-          (raw_syscall_number(p) ? c.raw_syscalls : c.syscall_programs) = true;
+          (raw_syscall_number(p, plan) ? c.raw_syscalls : c.syscall_programs) = true;
         continue;
       }
       for (const ProbeSite* site : {p.begin ? &*p.begin : nullptr, p.end ? &*p.end : nullptr}) {
@@ -749,7 +750,7 @@ void FunctionSession::attach() {
     progress.step(p.func_id + 1);
     if (say)
       std::cerr << "pmcprof: attaching " << p.target.text << " with " << to_string(p.backend)
-                << (p.binary.empty() ? "" : " (" + p.binary + ")") << syscall_how(p) << "\n";
+                << (p.binary.empty() ? "" : " (" + p.binary + ")") << syscall_how(p, s.plan) << "\n";
     return true;
   });
   // A fentry target that fell back to kprobes: that backend's bias too.

@@ -10,6 +10,7 @@ calls == 10000 exactly, backend "tracepoint", not_counted rare (testlib counted_
 is small and positive (p50 between 10 ns and 1 ms), sum of task-clock == on-CPU time within 5%
 (short calls: probe jitter is a larger share).
 
+The same with --syscall-tracepoints (its own tracepoints), -v saying which way each run took.
 Also: a 32-bit (ia32) program's syscalls are not the 64-bit ones of the same number (its getppid
 is 64, which is semget's on x86-64): 1,000 of them count for neither syscall:semget nor
 syscall:getppid, as perf's syscall tracepoints ignore them; and `--by arg1:str` on openat (its
@@ -47,15 +48,24 @@ _start:
 
 class SyscallTest(unittest.TestCase):
     def test_getppid_exact(self):
+        self.getppid_exact([], "syscall 110 at the raw sys_enter/sys_exit tracepoints"
+                           if platform.machine() == "x86_64" else "raw sys_enter/sys_exit")
+
+    def test_getppid_exact_through_its_tracepoints(self):
+        self.getppid_exact(["--syscall-tracepoints"],
+                           "(syscalls:sys_enter_getppid and sys_exit_getppid)")
+
+    def getppid_exact(self, extra, how):
         wl = t.workload("func_workload")
         sibling = t.spawn([wl, "getppid", "1000000000"])
         try:
-            s = t.func_stat(["-e", "task-clock", "--aggregate", "both", "--func",
+            s = t.func_stat(["-v", "-e", "task-clock", "--aggregate", "both", *extra, "--func",
                              "syscall:getppid"], command=[wl, "getppid", str(N)])
             self.assertTrue(t.pid_alive(sibling.pid), "the busy sibling died early")
         finally:
             t.stop(sibling)
         self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertIn(how, s.stderr, "-v says how the syscall is probed")
         self.assertEqual(s.workload[0]["calls"], N)
         for agg in ("stream", "kernel"):
             rep = t.report_of(s, agg)

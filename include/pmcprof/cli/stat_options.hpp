@@ -55,6 +55,7 @@ struct StatOptions {
   std::string aggregate = "auto";     // --aggregate auto|kernel|stream|both
   std::optional<std::string> by;      // --by pid|comm|cpu|cgroup|argN[:str][,argM[:str]]
   bool no_sched_hook = false;         // --no-sched-hook
+  bool syscall_tracepoints = false;   // --syscall-tracepoints
   long long buffer_pages = 256;       // --buffer-pages
   std::string thread_state = "auto";  // --thread-state
   bool no_compensate = false;         // --no-compensate

@@ -40,6 +40,9 @@ struct FunctionPlan {
   std::size_t max_keys = 64;       // --max-keys: keys per function, the rest folded as "other"
   std::optional<std::size_t> top;  // --top N: keys shown per function, the rest in one row
   bool sched_hook = true;
+  // Syscalls through their own perf tracepoints, not by number at the raw ones
+  // (--syscall-tracepoints).
+  bool syscall_tracepoints = false;
   std::size_t buffer_pages = 256;
   ThreadStore thread_store = ThreadStore::automatic;
   bool compensate = true;  // subtract the calibrated probe bias (--no-compensate)
