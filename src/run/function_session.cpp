@@ -750,7 +750,8 @@ void FunctionSession::attach() {
     progress.step(p.func_id + 1);
     if (say)
       std::cerr << "pmcprof: attaching " << p.target.text << " with " << to_string(p.backend)
-                << (p.binary.empty() ? "" : " (" + p.binary + ")") << syscall_how(p, s.plan) << "\n";
+                << (p.binary.empty() ? "" : " (" + p.binary + ")") << syscall_how(p, s.plan)
+                << "\n";
     return true;
   });
   // A fentry target that fell back to kprobes: that backend's bias too.
