@@ -1561,12 +1561,10 @@ int tracepoint_hit(void *ctx) { return on_hit(ctx, bpf_get_attach_cookie(ctx)); 
  * takes the kernel's slow path that fires these. */
 #if defined(__TARGET_ARCH_arm64)
 struct pt_regs___syscallno {
+  __u64 pstate;
   __s32 syscallno;
 } __attribute__((preserve_access_index));
-struct thread_info___arm64 {
-  unsigned long flags;
-} __attribute__((preserve_access_index));
-#define PMCPROF_TIF_32BIT 22 /* arm64's TIF_32BIT: an AArch32 task */
+#define PMCPROF_PSR_MODE32_BIT 0x10 /* arm64's PSR_MODE32_BIT: an AArch32 task's registers */
 #endif
 
 #if defined(__TARGET_ARCH_x86)
@@ -1577,23 +1575,27 @@ struct thread_info___x86 {
 #endif
 
 /* syscall_ids' entry of syscall `nr` (PMCPROF_COOKIE_SET | its probe cookie), 0 when it is not
- * probed. A 32-bit task's numbers are another table's: the kernel's syscall tracepoints ignore
- * its syscalls (trace_get_syscall_nr is -1 for them), and so does this. */
-static __always_inline __u64 syscall_entry_of(long nr) {
+ * probed. The loader writes an entry's cookie before its SET byte and clears that byte first
+ * (BpfLink), so an entry with SET is whole. A 32-bit task's numbers are another table's: the
+ * kernel's syscall tracepoints ignore its syscalls (trace_get_syscall_nr is -1 for them), and
+ * so does this: x86 by TS_COMPAT (set for an ia32 syscall, also of a 64-bit process), arm64 by
+ * the registers' mode bit (not TIF_32BIT, whose number is no ABI). */
+static __always_inline __u64 syscall_entry_of(long nr, struct pt_regs *regs) {
   __u32 key = (__u32)nr;
   if (nr < 0 || nr >= PMCPROF_MAX_SYSCALL_NR) return 0;
   __u64 *c = bpf_map_lookup_elem(&syscall_ids, &key);
-  if (!c || !*c) return 0;
-  struct task_struct *task = bpf_get_current_task_btf();
+  if (!c) return 0;
+  const __u64 entry = *c;
+  if (!(entry & PMCPROF_COOKIE_SET)) return 0;
 #if defined(__TARGET_ARCH_x86)
+  struct task_struct *task = bpf_get_current_task_btf();
   if (bpf_core_field_exists(struct thread_info___x86, status) &&
       (((struct thread_info___x86 *)&task->thread_info)->status & PMCPROF_TS_COMPAT))
     return 0;
 #elif defined(__TARGET_ARCH_arm64)
-  if (((struct thread_info___arm64 *)&task->thread_info)->flags & (1ul << PMCPROF_TIF_32BIT))
-    return 0;
+  if (((struct pt_regs___syscallno *)regs)->pstate & PMCPROF_PSR_MODE32_BIT) return 0;
 #endif
-  return *c;
+  return entry;
 }
 
 /* The syscall's number at its exit, as the kernel's tracepoints read it (syscall_get_nr). */
@@ -1607,13 +1609,13 @@ static __always_inline long syscall_nr_at_exit(struct pt_regs *regs) {
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(syscall_entry_raw, struct pt_regs *regs, long id) {
-  const __u64 c = syscall_entry_of(id);
+  const __u64 c = syscall_entry_of(id, regs);
   return c ? on_entry(ctx, c & ~PMCPROF_COOKIE_SET, 0, NULL) : 0;
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(syscall_exit_raw, struct pt_regs *regs, long ret) {
-  const __u64 c = syscall_entry_of(syscall_nr_at_exit(regs));
+  const __u64 c = syscall_entry_of(syscall_nr_at_exit(regs), regs);
   return c ? on_exit(ctx, c & ~PMCPROF_COOKIE_SET) : 0;
 }
 

@@ -22,9 +22,20 @@ void BpfLink::Deleter::operator()(bpf_link* link) const {
   bpf_link__destroy(link);
 }
 
+namespace {
+
+constexpr std::uint64_t kFlagByte = 0xffull << 56;
+
+// Writes a 64-bit value at `key` of the array behind `map_fd`.
+bool write_entry(int map_fd, std::uint32_t key, std::uint64_t value) {
+  return bpf_map_update_elem(map_fd, &key, &value, BPF_ANY) == 0;
+}
+
+}  // namespace
+
 BpfLink::BpfLink(std::shared_ptr<const Fd> map, std::uint32_t key, std::uint64_t value)
-    : key_(key) {
-  if (bpf_map_update_elem(map->get(), &key, &value, BPF_ANY) != 0)
+    : key_(key), value_(value) {
+  if (!write_entry(map->get(), key, value & ~kFlagByte) || !write_entry(map->get(), key, value))
     throw SystemError("cannot set entry " + std::to_string(key) +
                       " of a BPF map: " + errno_string(errno));
   map_ = std::move(map);
@@ -37,6 +48,7 @@ BpfLink& BpfLink::operator=(BpfLink&& other) noexcept {
     fd_ = std::move(other.fd_);
     map_ = std::move(other.map_);
     key_ = other.key_;
+    value_ = other.value_;
   }
   return *this;
 }
@@ -45,10 +57,10 @@ void BpfLink::reset() {
   link_.reset();
   fd_.reset();
   if (map_) {
-    // An array's entries cannot be deleted: zero is "not probed". (An update of an index the
-    // first update took, in a map held open, does not fail.)
-    const std::uint64_t zero = 0;
-    (void)bpf_map_update_elem(map_->get(), &key_, &zero, BPF_ANY);
+    // The flag first, then the rest (an array's entries cannot be deleted: zero is "none").
+    // Updates of an index the constructor wrote, in a map held open, do not fail.
+    (void)write_entry(map_->get(), key_, value_ & ~kFlagByte);
+    (void)write_entry(map_->get(), key_, 0);
     map_.reset();
   }
 }

@@ -4,15 +4,19 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 // clang-format off
 #include "pmcprof.h"
@@ -54,6 +58,12 @@ void create_map(bpf_map* map, std::size_t entries) {
     return;
   }
   size_map(map, entries);
+}
+
+// Whether the run's programs keep call frames (entry/exit pairs), which exec and a thread's
+// exit must clean up.
+bool has_frames(const FuncObjectConfig& c) {
+  return c.probe_programs || c.syscall_programs || c.raw_syscalls;
 }
 
 // The twin of a loaded object for one fentry target: same programs, every map shared.
@@ -200,7 +210,7 @@ FuncObject FuncObject::load(const CounterSet& counters, const FuncObjectConfig& 
   bpf_program__set_autoload(skel->progs.on_switch, config.sched_hook);
   bpf_program__set_autoload(skel->progs.on_fork, config.follow_tgids);
   // A thread's exit frees its deep frames (and, with the hash store, its state).
-  const bool frames = config.probe_programs || config.syscall_programs || config.raw_syscalls;
+  const bool frames = has_frames(config);
   bpf_program__set_autoload(skel->progs.on_task_exit, hash_store || config.follow_tgids || frames);
   // exec ends the old image's calls and regions (frames exist only with entry/exit programs).
   bpf_program__set_autoload(skel->progs.on_exec, frames);
@@ -268,6 +278,15 @@ std::optional<std::uint32_t> FuncObject::raw_syscall_number(std::uint64_t id,
   const auto nr = syscall_number(syscall);
   if (spec != 0 || !nr || *nr < 0 || *nr >= PMCPROF_MAX_SYSCALL_NR) return std::nullopt;
   return static_cast<std::uint32_t>(*nr);
+}
+
+void FuncObject::detach_raw_syscalls() {
+  if (raw_links_.empty()) return;
+  raw_links_.clear();
+  // The programs run under rcu_read_lock(): membarrier's global command is synchronize_rcu().
+  // It is refused on nohz_full kernels; a grace period there is a few ms.
+  if (::syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
 std::vector<BpfLink> FuncObject::attach_syscall(std::uint64_t id,
@@ -463,7 +482,7 @@ std::vector<BpfLink> FuncObject::attach_scheduler_hooks() const {
     links.push_back(check_link(bpf_program__attach(skel_->progs.on_switch), "sched_switch"));
   if (config_.follow_tgids)
     links.push_back(check_link(bpf_program__attach(skel_->progs.on_fork), "sched_process_fork"));
-  const bool frames = config_.probe_programs || config_.syscall_programs || config_.raw_syscalls;
+  const bool frames = has_frames(config_);
   if (store_ == ThreadStore::hash || config_.follow_tgids || frames)
     links.push_back(
         check_link(bpf_program__attach(skel_->progs.on_task_exit), "sched_process_exit"));

@@ -813,6 +813,7 @@ void FunctionSession::stop() {
   // in; then the counters. The last stretch since a tick is an interval too, so the
   // intervals add up to the total.
   s.attachments.detach();
+  s.object.detach_raw_syscalls();
   s.reaper.join();
   destroy_links(std::move(s.hooks));
   if (s.stream) s.stream->drain();

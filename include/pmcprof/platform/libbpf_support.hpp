@@ -24,7 +24,10 @@ class BpfLink {
   BpfLink() = default;
   explicit BpfLink(bpf_link* link) : link_(link) {}
   explicit BpfLink(Fd link_fd) : fd_(std::move(link_fd)) {}
-  // Sets `map`[key] to `value` (an array of 64-bit values); throws SystemError.
+  // Sets `map`[key] to `value` (an array of 64-bit values), whose top byte holds the flag that
+  // makes the entry count (PMCPROF_COOKIE_SET): written after the rest and cleared before it,
+  // so a program that tests the flag never reads half an entry (the kernel copies a value
+  // byte-wise, not as one store). Throws SystemError.
   BpfLink(std::shared_ptr<const Fd> map, std::uint32_t key, std::uint64_t value);
   BpfLink(BpfLink&&) noexcept = default;
   BpfLink& operator=(BpfLink&& other) noexcept;
@@ -40,6 +43,7 @@ class BpfLink {
   Fd fd_;
   std::shared_ptr<const Fd> map_;
   std::uint32_t key_ = 0;
+  std::uint64_t value_ = 0;
 };
 
 // One probe of a multi-uprobe link: a file offset, its USDT semaphore's (0: none), its cookie.

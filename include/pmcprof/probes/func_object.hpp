@@ -92,8 +92,8 @@ struct FuncObjectConfig {
   bool uprobe_multi = false;
   bool probe_programs = false;    // func_entry/func_exit: kprobes and uprobes
   bool syscall_programs = false;  // syscall_entry/syscall_exit: any tracepoint
-  // syscall_entry_raw/syscall_exit_raw: syscalls by number (raw_syscall()), at the raw
-  // sys_enter/sys_exit tracepoints, attached with the object.
+  // syscall_entry_raw/syscall_exit_raw: syscalls by number (FuncObject::raw_syscall_number),
+  // at the raw sys_enter/sys_exit tracepoints, attached with the object.
   bool raw_syscalls = false;
   bool hit_programs = false;            // probe_hit: single USDT probes, uprobes, kprobes
   bool tracepoint_hit_program = false;  // tracepoint_hit: single tracepoints
@@ -159,9 +159,13 @@ class FuncObject {
   std::vector<BpfLink> attach_uprobe(std::uint64_t id, const std::string& binary,
                                      std::uint64_t offset, pid_t pid = -1) const;
   std::vector<BpfLink> attach_kprobe(std::uint64_t id, const std::string& function) const;
-  // A syscall: by its number where raw_syscall() (one entry of a map), else its two
-  // tracepoints.
+  // A syscall: by its number where the object has raw_syscalls and raw_syscall_number() gives
+  // one (an entry of syscall_ids), else its two tracepoints.
   std::vector<BpfLink> attach_syscall(std::uint64_t id, const std::string& syscall) const;
+  // Detaches the raw sys_enter/sys_exit programs and returns once none can still be running
+  // (one RCU grace period): zeroing a syscall's entry does not wait, as detaching a perf
+  // tracepoint does, and a run's end must not read sums a program is still adding to.
+  void detach_raw_syscalls();
   // The number by which an object with raw_syscalls takes `syscall` at a point of cookie
   // `id`: known (syscall_number), and no argument read there (a tracepoint's fields are read
   // from its own record). nullopt: its two tracepoints instead.
