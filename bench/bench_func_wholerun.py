@@ -45,7 +45,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--json")
     opts = ap.parse_args()
-    true = shutil.which("true") and "/bin/true"
+    true = "/bin/true"
+    if not os.access(true, os.X_OK):
+        sys.exit(f"no {true}")
     func = ["stat", "-o", "/dev/null", "-e", EVENTS, "--func", "syscall:getppid", "--", true]
     tools = {"pmcprof": [os.path.abspath(opts.pmcprof), *func]}
     if opts.pmcprof_old:
