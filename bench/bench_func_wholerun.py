@@ -19,19 +19,14 @@ import os
 import shutil
 import statistics
 import sys
-import time
+
+import bench_startup  # run_once: one spawn..wait4
 
 EVENTS = "task-clock,context-switches"
 
 
 def run_once(argv, devnull):
-    t0 = time.perf_counter()
-    pid = os.posix_spawn(argv[0], argv, os.environ,
-                         file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1),
-                                       (os.POSIX_SPAWN_DUP2, devnull, 2)])
-    _, status, _ = os.wait4(pid, 0)
-    wall = time.perf_counter() - t0
-    code = os.waitstatus_to_exitcode(status)
+    wall, _, _, code = bench_startup.run_once(argv, devnull)
     if code != 0:
         sys.exit(f"{' '.join(argv)}: exit {code}")
     return wall
