@@ -108,18 +108,21 @@ std::uint32_t own_events(const std::vector<ResolvedGroup>& groups, const Counter
   return mask;
 }
 
+// A syscall:NAME target (a function measured between its tracepoints).
+bool is_syscall_target(const AttachPoint& p) {
+  return p.shape == MeasureShape::function && p.backend == ProbeBackend::tracepoint;
+}
+
 // The number by which a syscall target is probed at the raw sys_enter/sys_exit tracepoints;
 // nullopt for its own tracepoints (or any other point).
 std::optional<std::uint32_t> raw_syscall_number(const AttachPoint& p, const FunctionPlan& plan) {
-  if (p.shape != MeasureShape::function || p.backend != ProbeBackend::tracepoint ||
-      plan.syscall_tracepoints)
-    return std::nullopt;
+  if (!is_syscall_target(p) || plan.syscall_tracepoints) return std::nullopt;
   return FuncObject::raw_syscall_number(probe_cookie(p.func_id, p.key_slot), p.target.name);
 }
 
 // -v: how a syscall target is probed.
 std::string syscall_how(const AttachPoint& p, const FunctionPlan& plan) {
-  if (p.shape != MeasureShape::function || p.backend != ProbeBackend::tracepoint) return "";
+  if (!is_syscall_target(p)) return "";
   if (const auto nr = raw_syscall_number(p, plan))
     return " (syscall " + std::to_string(*nr) + " at the raw sys_enter/sys_exit tracepoints)";
   return " (syscalls:sys_enter_" + p.target.name + " and sys_exit_" + p.target.name + ")";
@@ -283,7 +286,7 @@ struct FunctionSession::State {
       if (p.shape == MeasureShape::function) {
         c.probe_programs |= p.backend == ProbeBackend::uprobe ||
                             p.backend == ProbeBackend::kprobe || p.kprobe_fallback;
-        if (p.backend == ProbeBackend::tracepoint)
+        if (is_syscall_target(p))
           (raw_syscall_number(p, plan) ? c.raw_syscalls : c.syscall_programs) = true;
         continue;
       }
@@ -311,8 +314,7 @@ struct FunctionSession::State {
   // syscall (syscalls do not nest) or a single probe (its hit is no frame).
   bool calls_can_nest() const {
     return std::any_of(points.begin(), points.end(), [](const AttachPoint& p) {
-      return p.shape != MeasureShape::probe &&
-             !(p.shape == MeasureShape::function && p.backend == ProbeBackend::tracepoint);
+      return p.shape != MeasureShape::probe && !is_syscall_target(p);
     });
   }
 
