@@ -21,8 +21,9 @@ systemtap-sdt-dev postgresql-15"
 # the arm64 libraries, installed multi-arch beside the amd64 ones, and qemu-system-aarch64.
 # Not busybox-static:arm64 nor libyaml-cpp-dev:arm64: neither is multi-arch, and installing one
 # removes the amd64 package (the busybox the x86 guest boots with; the yaml-cpp headers of the
-# native build). The harness unpacks those two from their .debs instead (guest.py).
-PKGS="$PKGS g++-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 \
+# native build). The harness unpacks those two from their .debs instead (guest.py). lld links the
+# AArch32 program that test runs (clang builds it).
+PKGS="$PKGS lld g++-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64 \
 zlib1g-dev:arm64 libpfm4-dev:arm64 libmicrohttpd-dev:arm64 libgnutls28-dev:arm64 \
 libcrypt-dev:arm64 libre2-dev:arm64 qemu-system-arm"
 missing=""

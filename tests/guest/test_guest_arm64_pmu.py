@@ -47,6 +47,11 @@ Checked (counting mode, and the parts of function mode that work today):
     counts exactly the workload's N calls;
   * kprobe and fentry on tcp_sendmsg with -e cycles,instructions: exactly N calls for N
     loopback sends, instructions > 0.
+  * syscalls by number at the raw tracepoints: `--func syscall:umask` exactly N calls (-v says
+    how it is probed); an AArch32 program (linked here by clang and lld; skipped when they or
+    the kernel's AArch32 support are missing) making N getppid calls, number 64 there and
+    arm64's write, counts for neither `syscall:write` nor `syscall:getppid` (the raw programs
+    skip 32-bit tasks' syscalls as the kernel's syscall tracepoints do).
 Function mode on the PMU (issue 9, defects 2 and 3): the
 per-call instructions:u of a uprobe on exact_fn (202 instructions a call): exactly 202 in every
 call once the calibrated probe bias is taken off (stream and kernel agree; --no-compensate reads
@@ -71,6 +76,7 @@ import math
 import os
 import re
 import shlex
+import subprocess
 import sys
 import time
 
@@ -110,6 +116,24 @@ ALT_TOLERANCE = 0.02
 PER_CALL_METRICS = ["IPC", "CPI", "GHz", "CPUs_utilized"]
 MANY_METRICS = PER_CALL_METRICS + ["branch_miss_rate"]
 TARGETS = ["pmcprof", "pmu_workload", "tcp_pair"]
+N_SYSCALLS = 1000
+# AArch32 (EABI: the number in r7, `svc 0`): getppid (64 there; 64 is write on arm64)
+# N_SYSCALLS times, then exit(0).
+AARCH32_SOURCE = f"""
+.syntax unified
+.arm
+.globl _start
+_start:
+  ldr r4, ={N_SYSCALLS}
+1:
+  mov r7, #64
+  svc #0
+  subs r4, r4, #1
+  bne 1b
+  mov r0, #0
+  mov r7, #1
+  svc #0
+"""
 
 
 def log(msg=""):
@@ -156,7 +180,7 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
-def make_plan(pmcprof, workload, tcp_pair):
+def make_plan(pmcprof, workload, tcp_pair, aarch32):
     p = Plan(pmcprof, workload, tcp_pair)
     p.steps.append(("doctor", [pmcprof, "doctor", "--json"]))
     for n in (N1, N2):
@@ -212,7 +236,34 @@ def make_plan(pmcprof, workload, tcp_pair):
     for backend in ("kprobe", "fentry"):
         p.stat(f"tcp_{backend}", "cycles,instructions", [tcp_pair, "send", str(N_SEND)],
                extra=["--func", "tcp_sendmsg", "--backend", backend])
+    # Syscalls by number at the raw tracepoints: a 64-bit program's umask calls exactly, and an
+    # AArch32 program's getppid calls (its number 64 is arm64's write) for neither name.
+    p.stat("syscall_umask", "instructions:u", [workload, "umask_calls", str(N_SYSCALLS)],
+           extra=["-v", "--func", "syscall:umask"])
+    if aarch32:
+        p.steps.append(("aarch32_alone", [aarch32]))
+        p.stat("aarch32_func", "instructions:u", [aarch32],
+               extra=["--func", "syscall:write", "--func", "syscall:getppid"])
     return p
+
+
+def build_aarch32(build):
+    """AARCH32_SOURCE linked for AArch32 with the host's clang and lld, into BUILD; None (and
+    why, logged) when this host cannot."""
+    src, exe = os.path.join(build, "aarch32_getppid.S"), os.path.join(build, "aarch32_getppid")
+    with open(src, "w") as f:
+        f.write(AARCH32_SOURCE)
+    try:
+        r = subprocess.run(["clang", "--target=armv7a-linux-gnueabihf", "-nostdlib", "-static",
+                            "-fuse-ld=lld", "-o", exe, src], capture_output=True, text=True,
+                           timeout=120)
+    except OSError as e:
+        r = subprocess.CompletedProcess([], 1, "", str(e))
+    if r.returncode != 0:
+        log(f"SKIP the AArch32 syscall check: cannot link an AArch32 program here (clang and lld "
+            f"build it): {r.stderr.strip()[:200]}")
+        return None
+    return exe
 
 
 # ====================================================================== checks on the host
@@ -518,6 +569,39 @@ def check_functions(C, R):
         C.check(row.get("calls") == N_SEND, f"{step}: calls == {N_SEND}", str(row.get("calls")))
         C.check(isinstance(ins.get("total"), (int, float)) and ins["total"] > 0,
                 f"{step}: instructions > 0", str(ins))
+
+
+def check_syscalls(C, R, aarch32):
+    """Syscalls by number at the raw sys_enter/sys_exit tracepoints on arm64: a 64-bit
+    program's calls exactly; an AArch32 program's (skipped by the registers' mode bit, as the
+    kernel's own syscall tracepoints skip them) counted for no 64-bit syscall of its number."""
+    log(f"\n== syscalls by number: umask x {N_SYSCALLS} (64-bit), getppid x {N_SYSCALLS} "
+        "(AArch32, number 64 = arm64's write)")
+    row = one_function(R, "syscall_umask")
+    if C.check(R.rc("syscall_umask") == 0 and row is not None,
+               "syscall:umask: exits 0 with one row", R.describe("syscall_umask")):
+        log(f"  syscall:umask: {function_line(row)}")
+        C.check(row.get("calls") == N_SYSCALLS, f"syscall:umask: calls == {N_SYSCALLS}",
+                str(row.get("calls")))
+        C.check("raw sys_enter/sys_exit" in R.text("syscall_umask.err"),
+                "-v: umask probed at the raw tracepoints", R.text("syscall_umask.err")[-300:])
+    if not aarch32:
+        return
+    if R.rc("aarch32_alone") != 0:
+        log(f"SKIP the AArch32 syscall check: this kernel did not run the AArch32 program "
+            f"({R.describe('aarch32_alone')})")
+        return
+    rep = R.json("aarch32_func") or {}
+    if not C.check(R.rc("aarch32_func") == 0, "AArch32 program under --func: exits 0",
+                   R.describe("aarch32_func")):
+        return
+    rows = {r.get("function"): r for r in rep.get("functions", [])}
+    for name in ("syscall:write", "syscall:getppid"):
+        row = rows.get(name, {})
+        log(f"  {name}: {function_line(row)}")
+        C.check(row.get("calls") == 0 and row.get("unmatched_exits") == 0,
+                f"{name}: none of the AArch32 program's {N_SYSCALLS} getppid calls",
+                f"calls {row.get('calls')}, unmatched exits {row.get('unmatched_exits')}")
 
 
 def check_exact_fn(C, R):
@@ -858,9 +942,12 @@ def host_main(args):
     t0 = time.monotonic()
     build = os.path.abspath(args.cross_build)
     gp = guest.ARM64.guest_path
+    os.makedirs(build, exist_ok=True)
+    aarch32 = build_aarch32(build)
     plan = make_plan(gp(os.path.join(build, "pmcprof")),
                      gp(os.path.join(build, "workloads", "pmu_workload")),
-                     gp(os.path.join(build, "workloads", "tcp_pair")))
+                     gp(os.path.join(build, "workloads", "tcp_pair")),
+                     gp(aarch32) if aarch32 else None)
     prep = guest.prepare(args.cache, guest.ARM64)
     t_prep = time.monotonic() - t0
     guest.cross_build(args.source, build, args.cache, TARGETS)
@@ -882,6 +969,7 @@ def host_main(args):
     check_pfm(C, R, constant)
     check_perf_compat(C, R, constant)
     check_functions(C, R)
+    check_syscalls(C, R, aarch32)
     check_exact_fn(C, R)
     check_alt_mux(C, R)
     check_call_metrics(C, R)
