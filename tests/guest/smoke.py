@@ -1,13 +1,15 @@
 """The smoke set every guest kernel runs (issue 19), inside the guest: counting, per-cgroup
 counting with both backends, `serve` answering a scrape, and, where the kernel has function
-mode, a syscall and a USDT region with exact call counts. Used by test_guest_x86_510.py (Linux
-5.10) and test_guest_kprobes.py (Debian 12's 6.1 booted with preempt=full).
+mode, a syscall (and an ia32 program's syscalls counted for no 64-bit one) and a USDT region
+with exact call counts. Used by test_guest_x86_510.py (Linux 5.10) and test_guest_kprobes.py
+(Debian 12's 6.1 booted with preempt=full).
 
 Each check records into a guest.Checks and logs what it read. The guest's root is the host's,
 read-only: pmcprof and the workloads are the host build's, files go to a temporary directory.
 """
 import json
 import os
+import platform
 import re
 import signal
 import subprocess
@@ -156,6 +158,25 @@ class Smoke:
                                [self.workload("func_workload"), "getppid", str(n)])
         if rep:
             self.check_calls("syscall:getppid", t.func_row(rep, "syscall:getppid"), n)
+        if platform.machine() == "x86_64":
+            self.ia32_syscalls(n)
+
+    def ia32_syscalls(self, n):
+        """An ia32 program's N getppid calls (`int $0x80`, number 64: semget's on x86-64) count
+        for neither syscall (the runtime test's check, on a kernel sure to run ia32 code)."""
+        with tempfile.TemporaryDirectory(prefix="pmcprof-smoke-") as tmp:
+            exe, why_not = t.ia32_getppid_program(tmp, n)
+            if not exe:
+                log(f"  ia32 syscalls: skipped: {why_not}")
+                return
+            rep = self.func_report("ia32 syscalls", ["--func", "syscall:semget", "--func",
+                                                     "syscall:getppid"], [exe])
+        for name in ("syscall:semget", "syscall:getppid") if rep else ():
+            row = t.func_row(rep, name)
+            log(f"  ia32 {name}: {row['calls']} calls, {row.get('unmatched_exits')} unmatched")
+            self.F.check(row["calls"] == 0 and row.get("unmatched_exits") == 0,
+                         f"ia32 syscalls: none of the program's {n} getppid calls is {name}",
+                         str(row))
 
     def usdt(self, k=20, usec=200):
         """A region between two USDT probes of sdt_workload, which makes 6 K regions (alpha K,

@@ -290,6 +290,42 @@ def perf_value_ns_or_count(row):
 
 # ---------------------------------------------------------------- process helpers
 
+IA32_GETPPID_SOURCE = """
+.globl _start
+_start:
+  mov ${calls}, %esi
+1:
+  mov $64, %eax
+  int $0x80
+  dec %esi
+  jnz 1b
+  mov $1, %eax
+  xor %ebx, %ebx
+  int $0x80
+"""
+
+
+def ia32_getppid_program(directory, calls):
+    """A 32-bit x86 program built in DIRECTORY that makes CALLS getppid calls through `int $0x80`
+    (number 64 there, semget's on x86-64), then exit(0): (its path, None), or (None, why not)
+    where this machine cannot build or run one (no 32-bit toolchain, or a kernel without IA32
+    emulation: exec fails with ENOEXEC)."""
+    src, exe = os.path.join(directory, "ia32.S"), os.path.join(directory, "ia32")
+    with open(src, "w") as f:
+        f.write(IA32_GETPPID_SOURCE.replace("{calls}", str(calls)))
+    cc = subprocess.run(["cc", "-m32", "-nostdlib", "-static", "-o", exe, src],
+                        capture_output=True, text=True)
+    if cc.returncode != 0:
+        return None, f"cannot build a 32-bit program here: {cc.stderr.strip()[:200]}"
+    try:
+        ran = subprocess.run([exe], capture_output=True).returncode
+    except OSError as e:
+        ran = e
+    if ran != 0:
+        return None, f"this kernel does not run 32-bit programs (no IA32 emulation: {ran})"
+    return exe, None
+
+
 def spawn(argv, **kw):
     kw.setdefault("stdout", subprocess.DEVNULL)
     kw.setdefault("stderr", subprocess.DEVNULL)

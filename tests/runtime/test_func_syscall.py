@@ -20,7 +20,6 @@ Usage: test_func_syscall.py --pmcprof PATH --workloads DIR   (exit 77 = skipped)
 """
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -28,22 +27,7 @@ import unittest
 import pmcprof_testlib as t
 
 N = 10000
-
-# ia32: `int $0x80` with eax 64 (getppid there) IA32_CALLS times, then exit(0).
 IA32_CALLS = 1000
-IA32_SOURCE = f"""
-.globl _start
-_start:
-  mov ${IA32_CALLS}, %esi
-1:
-  mov $64, %eax
-  int $0x80
-  dec %esi
-  jnz 1b
-  mov $1, %eax
-  xor %ebx, %ebx
-  int $0x80
-"""
 
 
 class SyscallTest(unittest.TestCase):
@@ -87,16 +71,9 @@ class SyscallTest(unittest.TestCase):
         if platform.machine() != "x86_64":
             self.skipTest("ia32 syscalls exist on x86-64 only")
         with tempfile.TemporaryDirectory() as tmp:
-            src, exe = os.path.join(tmp, "ia32.S"), os.path.join(tmp, "ia32")
-            with open(src, "w") as f:
-                f.write(IA32_SOURCE)
-            cc = subprocess.run(["cc", "-m32", "-nostdlib", "-static", "-o", exe, src],
-                                capture_output=True, text=True)
-            if cc.returncode != 0:
-                self.skipTest(f"cannot build a 32-bit program here: {cc.stderr.strip()[:200]}")
-            ran = subprocess.run([exe], capture_output=True)
-            if ran.returncode != 0:
-                self.skipTest("this kernel does not run 32-bit programs (no IA32 emulation)")
+            exe, why_not = t.ia32_getppid_program(tmp, IA32_CALLS)
+            if not exe:
+                self.skipTest(why_not)
             s = t.func_stat(["-e", "task-clock", "--func", "syscall:semget", "--func",
                              "syscall:getppid"], command=[exe])
         self.assertEqual(s.returncode, 0, s.stderr)
